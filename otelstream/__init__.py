@@ -1,0 +1,36 @@
+"""otelstream: observability for streamed LLM responses.
+
+    import otelstream.auto            # everything on, configured from OTELSTREAM_* / OTEL_* environment
+
+    import otelstream
+    otelstream.instrument()           # or with tracer_provider=, meter_provider=, registry=, **settings
+    otelstream.flush(timeout=5.0)
+    otelstream.start_metrics_server(port=9464)
+    otelstream.uninstrument()
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# Public names resolve lazily so that ``import otelstream`` (and ``otelstream check``) stays free of the SDKs and
+# exporters until instrumentation is asked for.
+_LAZY = {
+    "instrument": "otelstream.instrument",
+    "uninstrument": "otelstream.instrument",
+    "flush": "otelstream.instrument",
+    "start_metrics_server": "otelstream.instrument",
+    "OtelStreamInstrumentor": "otelstream.instrument",
+}
+
+__all__ = ["OtelStreamInstrumentor", "__version__", "flush", "instrument", "start_metrics_server", "uninstrument"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'otelstream' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

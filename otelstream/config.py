@@ -1,0 +1,101 @@
+"""Every setting otelstream has, in one table. Precedence: explicit argument > environment > default.
+
+| setting | environment variable | default | meaning |
+|---|---|---|---|
+| ``enabled`` | ``OTELSTREAM_ENABLED`` | ``true`` | kill switch: ``false`` makes ``instrument()`` a no-op |
+| ``abandon_after_s`` | ``OTELSTREAM_ABANDON_AFTER_S`` | ``600`` | a stream with no pull for this long, body still open, is reported ``abandoned`` (``idle``) |
+| ``stall_threshold_s`` | ``OTELSTREAM_STALL_THRESHOLD_S`` | ``30`` | a single wait inside the SDK longer than this is a stall |
+| ``watchdog_interval_s`` | ``OTELSTREAM_WATCHDOG_INTERVAL_S`` | ``1`` | how often the watchdog refreshes the live gauges and checks idleness |
+| ``queue_size`` | ``OTELSTREAM_QUEUE_SIZE`` | ``10000`` | finished reports waiting for export; beyond it they are dropped and counted |
+| ``model_label_cap`` | ``OTELSTREAM_MODEL_LABEL_CAP`` | ``20`` | distinct model label values per process, then ``_OTHER`` |
+| ``model_allowlist`` | ``OTELSTREAM_MODEL_ALLOWLIST`` | (empty) | comma-separated models always kept as label values, outside the cap |
+| ``model_label_max_length`` | ``OTELSTREAM_MODEL_LABEL_MAX_LENGTH`` | ``64`` | longer model names are truncated |
+| ``prometheus_port`` | ``OTELSTREAM_PROMETHEUS_PORT`` | (unset) | ``otelstream.auto`` serves ``/metrics`` on this port |
+| ``prometheus_addr`` | ``OTELSTREAM_PROMETHEUS_ADDR`` | ``127.0.0.1`` | address the metrics server binds |
+| ``prometheus_metrics`` | ``OTELSTREAM_PROMETHEUS_METRICS`` | ``true`` | record the native Prometheus series |
+| ``otel_metrics`` | ``OTELSTREAM_OTEL_METRICS`` | ``false`` | also record OTel metrics (on whenever a ``meter_provider`` is passed) |
+| ``http_spans`` | ``OTELSTREAM_HTTP_SPANS`` | ``true`` | ``otelstream.auto`` turns on ``HTTPX2ClientInstrumentor`` |
+| ``span_events`` | ``OTELSTREAM_SPAN_EVENTS`` | ``true`` | first-delta, anomaly and stall span events (at most 16 per span) |
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+logger = logging.getLogger("otelstream")
+
+ENV_PREFIX = "OTELSTREAM_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool = True
+    abandon_after_s: float = 600.0
+    stall_threshold_s: float = 30.0
+    watchdog_interval_s: float = 1.0
+    queue_size: int = 10_000
+    model_label_cap: int = 20
+    model_allowlist: tuple[str, ...] = ()
+    model_label_max_length: int = 64
+    prometheus_port: int | None = None
+    prometheus_addr: str = "127.0.0.1"
+    prometheus_metrics: bool = True
+    otel_metrics: bool = False
+    http_spans: bool = True
+    span_events: bool = True
+
+
+def _parse(name: str, default: Any, raw: str) -> Any:
+    """Convert an environment string to the type of ``default``; a bad value keeps the default (logged)."""
+    raw = raw.strip()
+    try:
+        if isinstance(default, bool):
+            low = raw.lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise ValueError(raw)
+        if isinstance(default, tuple):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+        if isinstance(default, float):
+            value = float(raw)
+            if value != value or value < 0:  # NaN or negative
+                raise ValueError(raw)
+            return value
+        if isinstance(default, int) or name == "prometheus_port":
+            return int(raw)
+        return raw
+    except ValueError:
+        logger.warning("otelstream: ignoring %s%s=%r (not a valid value)", ENV_PREFIX, name.upper(), raw)
+        return default
+
+
+def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Build the settings: ``overrides`` (keyword arguments) > ``OTELSTREAM_*`` environment > defaults."""
+    env = os.environ if environ is None else environ
+    overrides = dict(overrides or {})
+    known = {f.name: f for f in fields(Settings)}
+    unknown = set(overrides) - set(known)
+    if unknown:
+        raise TypeError(f"unknown otelstream setting(s): {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    defaults = Settings()
+    for name in known:
+        default = getattr(defaults, name)
+        if name in overrides and overrides[name] is not None:
+            value = overrides[name]
+            if isinstance(default, tuple) and isinstance(value, str):
+                value = _parse(name, default, value)
+            values[name] = tuple(value) if isinstance(default, tuple) else value
+            continue
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is not None and raw.strip() != "":
+            values[name] = _parse(name, default, raw)
+    return Settings(**values)

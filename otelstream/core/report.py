@@ -1,0 +1,212 @@
+"""The immutable results of the core: what one stream was (``StreamStart``) and how it went (``StreamReport``).
+
+Sinks consume these and nothing else. Times are monotonic nanoseconds from the injected clock; durations are
+exposed in seconds. Pure module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelstream import names
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    """What is known when the request is sent (or the WebSocket ``response.create`` is written)."""
+
+    surface: str
+    provider: str = names.PROVIDER_OPENAI
+    request_model: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+    api_type: str | None = None  # openai.api.type: "responses" / "chat_completions" / "completions"
+    t_request_ns: int = 0
+    resumed: bool = False
+    stream_id: str | None = None
+
+    @property
+    def operation(self) -> str:
+        return names.OPERATION_BY_SURFACE.get(self.surface, "chat")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts exactly as the server reported them; ``None`` when the stream carried none."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_write_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+
+    def to_json(self) -> dict[str, int | None]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_write_input_tokens": self.cache_write_input_tokens,
+            "reasoning_output_tokens": self.reasoning_output_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceStats:
+    first: int | None = None
+    last: int | None = None
+    gaps: int = 0
+    skipped: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
+    bad_start: bool = False
+    missing: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "first": self.first,
+            "last": self.last,
+            "gaps": self.gaps,
+            "skipped": self.skipped,
+            "duplicates": self.duplicates,
+            "out_of_order": self.out_of_order,
+            "bad_start": self.bad_start,
+            "missing": self.missing,
+        }
+
+    def counts_by_kind(self) -> dict[str, int]:
+        """Occurrences per sequence-anomaly label value (``missing`` and ``bad_start`` count once)."""
+        return {
+            names.SEQ_GAP: self.gaps,
+            names.SEQ_DUPLICATE: self.duplicates,
+            names.SEQ_OUT_OF_ORDER: self.out_of_order,
+            names.SEQ_BAD_START: int(self.bad_start),
+            names.SEQ_MISSING: int(self.missing),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    kind: str
+    event_index: int
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "event_index": self.event_index, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """One wait longer than the stall threshold: when it began (from ``t_request``) and how long it was."""
+
+    offset_s: float
+    wait_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamReport:
+    """Everything measured about one stream, produced exactly once when it ends."""
+
+    surface: str
+    provider: str
+    outcome: str
+    request_model: str | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    request_id: str | None = None
+    stream_id: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+    api_type: str | None = None
+    abandoned_reason: str | None = None
+    error_type: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+    resumed: bool = False
+    retries: int = 0
+    # times (monotonic ns from the injected clock; t_request_ns is the anchor of every offset)
+    t_request_ns: int = 0
+    t_end_ns: int = 0
+    time_to_first_event_ns: int | None = None
+    time_to_first_delta_ns: int | None = None
+    max_wait_ns: int = 0
+    wait_ns: int = 0
+    consumer_ns: int = 0
+    # counts
+    events: int = 0
+    deltas: int = 0
+    keepalives: int = 0
+    done_sentinel: bool = False
+    sequence: SequenceStats = field(default_factory=SequenceStats)
+    usage: Usage = field(default_factory=Usage)
+    usage_requested: bool = False
+    anomalies: tuple[Anomaly, ...] = ()  # the first names.MAX_REPORTED_ANOMALIES
+    anomaly_counts: tuple[tuple[str, int], ...] = ()  # exact count per protocol-anomaly kind
+    stalls: tuple[Stall, ...] = ()  # the first names.MAX_RECORDED_STALLS
+    stall_count: int = 0
+    # time per output chunk: per bucket of names.TIME_PER_CHUNK_BUCKETS (+ overflow), count and sum (ns)
+    chunk_counts: tuple[int, ...] = ()
+    chunk_sums_ns: tuple[int, ...] = ()
+
+    @property
+    def operation(self) -> str:
+        return names.OPERATION_BY_SURFACE.get(self.surface, "chat")
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.t_end_ns - self.t_request_ns) / 1e9
+
+    @property
+    def time_to_first_event_s(self) -> float | None:
+        ns = self.time_to_first_event_ns
+        return None if ns is None else ns / 1e9
+
+    @property
+    def time_to_first_delta_s(self) -> float | None:
+        ns = self.time_to_first_delta_ns
+        return None if ns is None else ns / 1e9
+
+    @property
+    def max_wait_s(self) -> float:
+        return self.max_wait_ns / 1e9
+
+    @property
+    def consumer_time_s(self) -> float:
+        return self.consumer_ns / 1e9
+
+    @property
+    def is_bad(self) -> bool:
+        return self.outcome in names.BAD_OUTCOMES
+
+    @property
+    def output_tokens_per_second(self) -> float | None:
+        """Output tokens over the generation time (first delta to end), when both are known."""
+        out, ttfd = self.usage.output_tokens, self.time_to_first_delta_ns
+        if out is None or ttfd is None:
+            return None
+        gen_ns = self.t_end_ns - self.t_request_ns - ttfd
+        return out / (gen_ns / 1e9) if gen_ns > 0 else None
+
+    def chunk_buckets(self) -> list[tuple[int, float]]:
+        """(count, sum in seconds) per bucket of names.TIME_PER_CHUNK_BUCKETS, last entry = +Inf."""
+        return [(c, s / 1e9) for c, s in zip(self.chunk_counts, self.chunk_sums_ns)]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``otelstream check --json`` object (DESIGN §3) minus ``file``."""
+        return {
+            "surface": self.surface,
+            "provider": self.provider,
+            "outcome": self.outcome,
+            "finish_reasons": list(self.finish_reasons),
+            "error_type": self.error_type,
+            "events": self.events,
+            "deltas": self.deltas,
+            "keepalives": self.keepalives,
+            "done_sentinel": self.done_sentinel,
+            "sequence": self.sequence.to_json(),
+            "usage": self.usage.to_json(),
+            "response_id": self.response_id,
+            "response_model": self.response_model,
+            "stream_id": self.stream_id,
+            "anomalies": [a.to_json() for a in self.anomalies],
+            "anomaly_counts": dict(self.anomaly_counts),
+        }

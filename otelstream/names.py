@@ -1,0 +1,210 @@
+"""Every name otelstream exposes: surfaces, outcomes, anomaly kinds, span and metric names, buckets.
+
+Dashboards, alert rules, users and acceptance checks query these exact strings (DESIGN.md §2–§4);
+change one only together with the contract. Pure module: no imports beyond the standard library.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- surfaces (DESIGN §1) -------------------------------------------------------------------------
+RESPONSES: Final = "responses"
+RESPONSES_WEBSOCKET: Final = "responses_websocket"
+CHAT_COMPLETIONS: Final = "chat_completions"
+COMPLETIONS: Final = "completions"
+MESSAGES: Final = "messages"
+SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
+
+# gen_ai.operation.name per surface
+OPERATION_BY_SURFACE: Final = {
+    RESPONSES: "chat",
+    RESPONSES_WEBSOCKET: "chat",
+    CHAT_COMPLETIONS: "chat",
+    COMPLETIONS: "text_completion",
+    MESSAGES: "chat",
+}
+
+# gen_ai.provider.name values
+PROVIDER_OPENAI: Final = "openai"
+PROVIDER_ANTHROPIC: Final = "anthropic"
+PROVIDER_AZURE: Final = "azure.ai.openai"
+PROVIDER_BEDROCK: Final = "aws.bedrock"
+PROVIDER_VERTEX: Final = "gcp.vertex_ai"
+
+# --- outcomes (a closed set; the `outcome` label) ----------------------------------------------------
+COMPLETED: Final = "completed"
+INCOMPLETE: Final = "incomplete"
+FAILED: Final = "failed"
+ERROR: Final = "error"
+CUT: Final = "cut"
+ABANDONED: Final = "abandoned"
+TRANSPORT_ERROR: Final = "transport_error"
+HTTP_ERROR: Final = "http_error"
+OUTCOMES: Final = (COMPLETED, INCOMPLETE, FAILED, ERROR, CUT, ABANDONED, TRANSPORT_ERROR, HTTP_ERROR)
+# Outcomes that mean the caller did not get a whole answer because something broke: span status ERROR,
+# and the only values the `error_type` label of the duration histogram takes.
+BAD_OUTCOMES: Final = (FAILED, ERROR, CUT, TRANSPORT_ERROR, HTTP_ERROR)
+
+# abandoned sub-reasons (span attribute otelstream.abandoned_reason)
+ABANDON_CLOSE: Final = "close"
+ABANDON_GC: Final = "gc"
+ABANDON_CANCEL: Final = "cancel"
+ABANDON_IDLE: Final = "idle"
+ABANDON_REASONS: Final = (ABANDON_CLOSE, ABANDON_GC, ABANDON_CANCEL, ABANDON_IDLE)
+
+# --- sequence anomaly kinds (label `kind` of otelstream_stream_sequence_anomalies_total) -------------
+SEQ_GAP: Final = "gap"
+SEQ_DUPLICATE: Final = "duplicate"
+SEQ_OUT_OF_ORDER: Final = "out_of_order"
+SEQ_BAD_START: Final = "bad_start"
+SEQ_MISSING: Final = "missing"
+SEQUENCE_KINDS: Final = (SEQ_GAP, SEQ_DUPLICATE, SEQ_OUT_OF_ORDER, SEQ_BAD_START, SEQ_MISSING)
+
+# --- protocol anomaly kinds: a closed enum (label `kind` of otelstream_stream_anomalies_total) -------
+ANOM_MISSING_DONE: Final = "missing_done"  # chat/completions answer complete but no `data: [DONE]`
+ANOM_TRAILING_DONE: Final = "trailing_done"  # `[DONE]` on a surface that has none (Responses via gateways)
+ANOM_UNTYPED_EVENT: Final = "untyped_event"  # event without a `type` field, classified by its SSE name
+ANOM_USAGE_MISSING: Final = "usage_missing"  # chat/completions stream ended without a usage chunk
+ANOM_NO_DELTA: Final = "no_delta"  # the stream ended normally without a single delta
+ANOM_UNKNOWN_EVENT: Final = "unknown_event"  # an event type this version does not know
+ANOM_EVENT_AFTER_TERMINAL: Final = "event_after_terminal"  # events after the terminal event
+ANOM_UNDECODABLE: Final = "undecodable_event"  # offline: an SSE data payload that is not JSON
+ANOM_BAD_FIELD: Final = "bad_field"  # a field with the wrong type or value (e.g. NaN usage)
+# sequence anomalies are also listed in a report's `anomalies` with these kinds
+ANOM_SEQUENCE_GAP: Final = "sequence_gap"
+ANOM_SEQUENCE_DUPLICATE: Final = "sequence_duplicate"
+ANOM_SEQUENCE_OUT_OF_ORDER: Final = "sequence_out_of_order"
+ANOM_SEQUENCE_BAD_START: Final = "sequence_bad_start"
+ANOM_SEQUENCE_MISSING: Final = "sequence_missing"
+PROTOCOL_ANOMALY_KINDS: Final = (
+    ANOM_MISSING_DONE,
+    ANOM_TRAILING_DONE,
+    ANOM_UNTYPED_EVENT,
+    ANOM_USAGE_MISSING,
+    ANOM_NO_DELTA,
+    ANOM_UNKNOWN_EVENT,
+    ANOM_EVENT_AFTER_TERMINAL,
+    ANOM_UNDECODABLE,
+    ANOM_BAD_FIELD,
+)
+SEQUENCE_ANOMALY_BY_KIND: Final = {
+    SEQ_GAP: ANOM_SEQUENCE_GAP,
+    SEQ_DUPLICATE: ANOM_SEQUENCE_DUPLICATE,
+    SEQ_OUT_OF_ORDER: ANOM_SEQUENCE_OUT_OF_ORDER,
+    SEQ_BAD_START: ANOM_SEQUENCE_BAD_START,
+    SEQ_MISSING: ANOM_SEQUENCE_MISSING,
+}
+MAX_REPORTED_ANOMALIES: Final = 32  # a report lists at most this many; counts stay exact
+MAX_SPAN_EVENTS: Final = 16
+MAX_RECORDED_STALLS: Final = 8
+
+# --- spans -------------------------------------------------------------------------------------------
+SPAN_STREAM_INTERNAL: Final = "otelstream.stream"  # INTERNAL child when an SDK/peer CLIENT span is current
+SPAN_WEBSOCKET: Final = "otelstream.websocket"  # WebSocket connection span
+SPAN_EVENT_FIRST_DELTA: Final = "otelstream.first_delta"
+SPAN_EVENT_STALL: Final = "otelstream.stall"
+SPAN_EVENT_RECONNECT: Final = "otelstream.reconnect"
+TRACER_NAME: Final = "otelstream"
+
+# semantic-convention attributes
+ATTR_OPERATION_NAME: Final = "gen_ai.operation.name"
+ATTR_PROVIDER_NAME: Final = "gen_ai.provider.name"
+ATTR_REQUEST_MODEL: Final = "gen_ai.request.model"
+ATTR_REQUEST_STREAM: Final = "gen_ai.request.stream"
+ATTR_RESPONSE_MODEL: Final = "gen_ai.response.model"
+ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
+ATTR_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+ATTR_RESPONSE_TTFC: Final = "gen_ai.response.time_to_first_chunk"
+ATTR_USAGE_INPUT: Final = "gen_ai.usage.input_tokens"
+ATTR_USAGE_OUTPUT: Final = "gen_ai.usage.output_tokens"
+ATTR_USAGE_CACHE_READ: Final = "gen_ai.usage.cache_read.input_tokens"
+ATTR_USAGE_CACHE_WRITE: Final = "gen_ai.usage.cache_write.input_tokens"
+ATTR_USAGE_REASONING: Final = "gen_ai.usage.reasoning.output_tokens"
+ATTR_OPENAI_API_TYPE: Final = "openai.api.type"
+ATTR_SERVER_ADDRESS: Final = "server.address"
+ATTR_SERVER_PORT: Final = "server.port"
+ATTR_ERROR_TYPE: Final = "error.type"
+# otelstream attributes
+ATTR_SURFACE: Final = "otelstream.surface"
+ATTR_OUTCOME: Final = "otelstream.outcome"
+ATTR_ABANDONED_REASON: Final = "otelstream.abandoned_reason"
+ATTR_RESUMED: Final = "otelstream.resumed"
+ATTR_RETRIES: Final = "otelstream.retries"
+ATTR_REQUEST_ID: Final = "otelstream.request_id"
+ATTR_STREAM_ID: Final = "otelstream.stream_id"
+ATTR_TIME_TO_FIRST_EVENT: Final = "otelstream.time_to_first_event"
+ATTR_MAX_WAIT: Final = "otelstream.max_wait"
+ATTR_CONSUMER_TIME: Final = "otelstream.consumer_time"
+ATTR_EVENTS: Final = "otelstream.events"
+ATTR_DELTAS: Final = "otelstream.deltas"
+ATTR_KEEPALIVES: Final = "otelstream.keepalives"
+ATTR_SEQ_GAPS: Final = "otelstream.sequence.gaps"
+ATTR_SEQ_SKIPPED: Final = "otelstream.sequence.skipped"
+ATTR_SEQ_DUPLICATES: Final = "otelstream.sequence.duplicates"
+ATTR_SEQ_OUT_OF_ORDER: Final = "otelstream.sequence.out_of_order"
+ATTR_OUTPUT_TOKENS_PER_SECOND: Final = "otelstream.output_tokens_per_second"
+
+# --- metrics: OTel instrument names (DESIGN §4) and the Prometheus series they become ----------------
+OTEL_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+OTEL_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+OTEL_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
+OTEL_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"
+OTEL_STREAMS: Final = "otelstream.streams"
+OTEL_TIME_TO_FIRST_EVENT: Final = "otelstream.stream.time_to_first_event"
+OTEL_MAX_WAIT: Final = "otelstream.stream.max_wait"
+OTEL_SEQUENCE_ANOMALIES: Final = "otelstream.stream.sequence_anomalies"
+OTEL_ANOMALIES: Final = "otelstream.stream.anomalies"
+OTEL_STREAMS_ACTIVE: Final = "otelstream.streams.active"
+OTEL_STREAMS_STALLED: Final = "otelstream.streams.stalled"
+OTEL_REPORTS_DROPPED: Final = "otelstream.reports.dropped"
+
+# Prometheus family names as prometheus_client takes them (it appends _total/_bucket/_sum/_count).
+PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
+PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
+PROM_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"
+PROM_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai_client_operation_time_per_output_chunk_seconds"
+PROM_STREAMS: Final = "otelstream_streams"  # exposed as otelstream_streams_total
+PROM_TIME_TO_FIRST_EVENT: Final = "otelstream_stream_time_to_first_event_seconds"
+PROM_MAX_WAIT: Final = "otelstream_stream_max_wait_seconds"
+PROM_SEQUENCE_ANOMALIES: Final = "otelstream_stream_sequence_anomalies"  # ..._total
+PROM_ANOMALIES: Final = "otelstream_stream_anomalies"  # ..._total
+PROM_STREAMS_ACTIVE: Final = "otelstream_streams_active"
+PROM_STREAMS_STALLED: Final = "otelstream_streams_stalled"
+PROM_REPORTS_DROPPED: Final = "otelstream_reports_dropped"  # ..._total
+
+# labels
+LABEL_PROVIDER: Final = "gen_ai_provider_name"
+LABEL_OPERATION: Final = "gen_ai_operation_name"
+LABEL_MODEL: Final = "gen_ai_request_model"
+LABEL_TOKEN_TYPE: Final = "gen_ai_token_type"
+LABEL_SURFACE: Final = "surface"
+LABEL_OUTCOME: Final = "outcome"
+LABEL_KIND: Final = "kind"
+LABEL_ERROR_TYPE: Final = "error_type"
+COMMON_LABELS: Final = (LABEL_PROVIDER, LABEL_OPERATION, LABEL_MODEL)
+# OTel attribute keys for the same labels
+OTEL_ATTR_BY_LABEL: Final = {
+    LABEL_PROVIDER: ATTR_PROVIDER_NAME,
+    LABEL_OPERATION: ATTR_OPERATION_NAME,
+    LABEL_MODEL: ATTR_REQUEST_MODEL,
+    LABEL_TOKEN_TYPE: "gen_ai.token.type",
+    LABEL_SURFACE: LABEL_SURFACE,
+    LABEL_OUTCOME: LABEL_OUTCOME,
+    LABEL_KIND: LABEL_KIND,
+    LABEL_ERROR_TYPE: ATTR_ERROR_TYPE,
+}
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+MODEL_OTHER: Final = "_OTHER"  # model label value once the per-process cap is reached
+MODEL_UNKNOWN: Final = "unknown"  # model label value when the request named none
+
+# --- histogram buckets (semantic-convention advisories) ----------------------------------------------
+DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+TIME_PER_CHUNK_BUCKETS: Final = (0.001, 0.0025, 0.005, *DURATION_BUCKETS)
+TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, … 4**13
+
+# the request header whose value we keep (the one header ever recorded)
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id")
