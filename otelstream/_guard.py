@@ -54,7 +54,7 @@ def report(where: str, exc: BaseException) -> None:
 def guard(where: str) -> Iterator[None]:
     try:
         yield
-    except Exception as exc:  # noqa: BLE001 - the whole point: nothing of ours escapes
+    except Exception as exc:  # nothing of ours escapes
         report(where, exc)
 
 
@@ -66,7 +66,7 @@ def guarded(where: str, default: R) -> Callable[[Callable[P, R]], Callable[P, R]
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 report(where, exc)
                 return default
 

@@ -71,6 +71,7 @@ ANOM_UNKNOWN_EVENT: Final = "unknown_event"  # an event type this version does n
 ANOM_EVENT_AFTER_TERMINAL: Final = "event_after_terminal"  # events after the terminal event
 ANOM_UNDECODABLE: Final = "undecodable_event"  # offline: an SSE data payload that is not JSON
 ANOM_BAD_FIELD: Final = "bad_field"  # a field with the wrong type or value (e.g. NaN usage)
+ANOM_UNTERMINATED_EVENT: Final = "unterminated_event"  # body ended inside an event (no blank line): the SDKs drop it
 # sequence anomalies are also listed in a report's `anomalies` with these kinds
 ANOM_SEQUENCE_GAP: Final = "sequence_gap"
 ANOM_SEQUENCE_DUPLICATE: Final = "sequence_duplicate"
@@ -87,6 +88,7 @@ PROTOCOL_ANOMALY_KINDS: Final = (
     ANOM_EVENT_AFTER_TERMINAL,
     ANOM_UNDECODABLE,
     ANOM_BAD_FIELD,
+    ANOM_UNTERMINATED_EVENT,
 )
 SEQUENCE_ANOMALY_BY_KIND: Final = {
     SEQ_GAP: ANOM_SEQUENCE_GAP,

@@ -188,7 +188,7 @@ class StreamReport:
 
     def chunk_buckets(self) -> list[tuple[int, float]]:
         """(count, sum in seconds) per bucket of names.TIME_PER_CHUNK_BUCKETS, last entry = +Inf."""
-        return [(c, s / 1e9) for c, s in zip(self.chunk_counts, self.chunk_sums_ns)]
+        return [(c, s / 1e9) for c, s in zip(self.chunk_counts, self.chunk_sums_ns, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
         """The ``otelstream check --json`` object (DESIGN §3) minus ``file``."""

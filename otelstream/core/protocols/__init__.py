@@ -1,0 +1,40 @@
+"""One module per wire protocol: each maps one event (an SDK pydantic object's ``__dict__``, or a decoded JSON
+dict) to what the tracker needs. Dispatch is on the ``type`` string, never the class: the SDKs build unknown
+types as the first member of their union. Fields are read with ``dict.get`` (about 40 ns), never ``getattr`` on a
+missing pydantic field (about 2 µs) and never ``model_dump``. Pure modules.
+
+An observer returns ``DELTA``, ``OTHER`` or ``KEEPALIVE`` and reports rarer facts (terminal events, usage,
+sequence numbers, anomalies) through the tracker's methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from otelstream import names
+from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER
+from otelstream.core.protocols.chat import observe_chat, observe_completions
+from otelstream.core.protocols.messages import observe_messages
+from otelstream.core.protocols.responses import observe_responses
+
+if TYPE_CHECKING:
+    from otelstream.core.tracker import StreamTracker
+
+Observer = Callable[["StreamTracker", dict[str, Any], "str | None"], int]
+
+
+def observe_unknown(tracker: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+    tracker.anomaly(names.ANOM_UNKNOWN_EVENT, "unsupported surface")
+    return OTHER
+
+
+OBSERVERS: dict[str, Observer] = {
+    names.RESPONSES: observe_responses,
+    names.RESPONSES_WEBSOCKET: observe_responses,
+    names.CHAT_COMPLETIONS: observe_chat,
+    names.COMPLETIONS: observe_completions,
+    names.MESSAGES: observe_messages,
+}
+
+__all__ = ["DELTA", "KEEPALIVE", "OBSERVERS", "OTHER", "Observer", "observe_unknown"]

@@ -1,0 +1,113 @@
+"""OpenAI Chat Completions chunks and legacy Completions chunks (and every OpenAI-compatible server's).
+
+A delta is non-empty ``delta.content`` / ``refusal`` / ``reasoning_content`` / ``reasoning`` /
+``tool_calls[].function.arguments`` (chat) or ``choices[].text`` (legacy). The first chunk is usually role-only:
+not a delta. The answer is complete when every choice has a ``finish_reason`` and, when usage was requested, the
+``choices: []`` usage chunk arrived. An ``{"error": …}`` object after HTTP 200 is an in-band error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from otelstream import names
+from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, extra, fields, inband_error, nonempty
+
+if TYPE_CHECKING:
+    from otelstream.core.tracker import StreamTracker
+
+_INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
+
+
+def _chat_delta(delta: object) -> bool:
+    dl = fields(delta)
+    if nonempty(dl.get("content")) or nonempty(dl.get("refusal")):
+        return True
+    calls = dl.get("tool_calls")
+    if calls:
+        if type(calls) is list:
+            for call in calls:
+                if nonempty(fields(fields(call).get("function")).get("arguments")):
+                    return True
+        return False
+    # vendor reasoning fields (DeepSeek, vLLM, OpenRouter, Groq) are extras outside the SDK model
+    return nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning"))
+
+
+def _text_delta(choice: dict[str, Any]) -> bool:
+    return nonempty(choice.get("text"))
+
+
+def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+    return _observe(t, d, name, chat=True)
+
+
+def observe_completions(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+    return _observe(t, d, name, chat=False)
+
+
+def _observe(t: StreamTracker, d: dict[str, Any], name: str | None, *, chat: bool) -> int:
+    err = d.get("error")
+    if err is not None:
+        inband_error(t, err)
+        return OTHER
+    if name == "ping" or d.get("type") == "ping":
+        return KEEPALIVE
+    if t.response_id is None:
+        rid = d.get("id")
+        if isinstance(rid, str):
+            t.response_id = rid[:128]
+        model = d.get("model")
+        if isinstance(model, str) and model:
+            t.response_model = model[:128]
+    is_delta = False
+    was_terminal = t.terminal
+    choices = d.get("choices")
+    if choices:
+        if type(choices) is not list:
+            t.anomaly(names.ANOM_BAD_FIELD, "choices")
+        else:
+            for choice in choices:
+                c = fields(choice)
+                if not is_delta:
+                    is_delta = _chat_delta(c.get("delta")) if chat else _text_delta(c)
+                reason = c.get("finish_reason")
+                index = t.choice_seen(c.get("index", 0))
+                if reason is not None and index is not None and isinstance(reason, str):
+                    _finished(t, index, reason)
+            if is_delta and was_terminal:
+                t.after_terminal()
+    if "usage" in d:
+        if t.usage_requested is None and type(d) is dict:
+            t.usage_requested = True  # offline: chunks carry a usage key only when usage was requested
+        usage = d["usage"]
+        if usage is not None:
+            _usage(t, usage)
+    if t.usage_seen and t.all_choices_finished():
+        _complete(t)
+    return DELTA if is_delta else OTHER
+
+
+def _finished(t: StreamTracker, index: int, reason: str) -> None:
+    if reason in _INCOMPLETE_REASONS:
+        t.outcome_seen(names.INCOMPLETE, terminal=False)
+    if t.choice_finished(index, reason) and (t.usage_seen or not t.usage_requested):
+        _complete(t)
+
+
+def _complete(t: StreamTracker) -> None:
+    if not t.terminal:
+        t.outcome_seen(names.COMPLETED, terminal=True)
+
+
+def _usage(t: StreamTracker, usage: object) -> None:
+    u = fields(usage)
+    if not u:
+        return
+    t.usage_seen = True
+    t.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
+    t.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
+    t.usage_cache_read = t.tokens(fields(u.get("prompt_tokens_details")).get("cached_tokens"), "cached_tokens")
+    t.usage_reasoning = t.tokens(
+        fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens"
+    )

@@ -1,0 +1,105 @@
+"""Anthropic Messages events.
+
+``message_start`` carries the id, model and input usage; ``content_block_delta`` is a delta when its text /
+thinking / partial_json / citation payload is non-empty (``signature_delta`` is not output); ``message_delta``
+carries ``stop_reason`` and the *cumulative* usage (assign, never add); ``message_stop`` ends the answer; an
+``error`` event is an in-band error after HTTP 200; ``ping`` is a keepalive. There are no sequence numbers.
+Reported input tokens = input + cache read + cache write, as the semantic conventions require.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from otelstream import names
+from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_code, fields, inband_error, nonempty
+
+if TYPE_CHECKING:
+    from otelstream.core.tracker import StreamTracker
+
+_PAYLOAD_KEY = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "input_json_delta": "partial_json",
+    "citations_delta": "citation",
+}
+_COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn"})
+_INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
+_OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})
+
+
+def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+    typ = d.get("type")
+    if typ is None:
+        typ = name
+        if typ is not None and typ != "ping":
+            t.anomaly(names.ANOM_UNTYPED_EVENT, str(typ)[:80])
+    if typ == "content_block_delta":
+        if t.terminal:
+            t.after_terminal()
+        delta = fields(d.get("delta"))
+        key = _PAYLOAD_KEY.get(delta.get("type"))  # type: ignore[arg-type]
+        if key is None:
+            return OTHER
+        payload = delta.get(key)
+        if key == "citation":
+            return DELTA if payload else OTHER
+        return DELTA if nonempty(payload) else OTHER
+    if typ in _OTHER_TYPES:
+        return OTHER
+    if typ == "ping":
+        return KEEPALIVE
+    if typ == "message_start":
+        message = fields(d.get("message"))
+        rid = message.get("id")
+        if isinstance(rid, str):
+            t.response_id = rid[:128]
+        model = message.get("model")
+        if isinstance(model, str) and model:
+            t.response_model = model[:128]
+        _usage(t, message.get("usage"))
+        return OTHER
+    if typ == "message_delta":
+        reason = fields(d.get("delta")).get("stop_reason")
+        if isinstance(reason, str):
+            t.add_finish_reason(reason)
+            if reason in _INCOMPLETE_REASONS:
+                t.outcome_seen(names.INCOMPLETE, terminal=False)
+        _usage(t, d.get("usage"))
+        return OTHER
+    if typ == "message_stop":
+        if t.terminal:
+            t.after_terminal()
+        t.outcome_seen(names.COMPLETED, terminal=True)
+        return OTHER
+    if typ == "error":
+        t.set_error_type(error_code(d.get("error")))
+        t.outcome_seen(names.ERROR, terminal=True)
+        return OTHER
+    if typ is None and d.get("error") is not None:
+        inband_error(t, d["error"])
+        return OTHER
+    t.anomaly(names.ANOM_UNKNOWN_EVENT, str(typ)[:80])
+    return OTHER
+
+
+def _usage(t: StreamTracker, usage: object) -> None:
+    u = fields(usage)
+    if not u:
+        return
+    t.usage_seen = True
+    # message_delta usage is cumulative: every present field replaces the previous value
+    out = u.get("output_tokens")
+    if out is not None:
+        t.usage_output = t.tokens(out, "output_tokens")
+    raw_input = u.get("input_tokens")
+    cache_read = u.get("cache_read_input_tokens")
+    cache_write = u.get("cache_creation_input_tokens")
+    if raw_input is not None:
+        t.usage_input_raw = t.tokens(raw_input, "input_tokens")
+    if cache_read is not None:
+        t.usage_cache_read = t.tokens(cache_read, "cache_read_input_tokens")
+    if cache_write is not None:
+        t.usage_cache_write = t.tokens(cache_write, "cache_creation_input_tokens")
+    if t.usage_input_raw is not None:
+        t.usage_input = t.usage_input_raw + (t.usage_cache_read or 0) + (t.usage_cache_write or 0)

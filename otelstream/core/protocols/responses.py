@@ -1,0 +1,182 @@
+"""OpenAI Responses events (SSE and the WebSocket mode, whose events are the same plus ``stream_id``).
+
+Every event carries ``type`` and ``sequence_number`` (from 0, +1 per event); deltas are ``response.*.delta`` with a
+non-empty ``delta``; ``response.completed`` / ``response.failed`` / ``response.incomplete`` / ``error`` end a
+response. Gateways may omit ``type`` (then the SSE ``event:`` name classifies it), append ``data: [DONE]``, or send
+an ``{"error": …}`` object instead of an ``error`` event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from otelstream import names
+from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_code, fields, inband_error, nonempty
+
+if TYPE_CHECKING:
+    from otelstream.core.tracker import StreamTracker
+
+_K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING = range(8)
+
+_DELTA_TYPES = (
+    "response.audio.delta",
+    "response.audio.transcript.delta",
+    "response.code_interpreter_call_code.delta",
+    "response.custom_tool_call_input.delta",
+    "response.function_call_arguments.delta",
+    "response.mcp_call_arguments.delta",
+    "response.output_text.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.refusal.delta",
+    "response.shell_call_command.delta",
+    "response.shell_call_output_content.delta",
+)
+_OTHER_TYPES = (
+    "response.audio.done",
+    "response.audio.transcript.done",
+    "response.code_interpreter_call.completed",
+    "response.code_interpreter_call.in_progress",
+    "response.code_interpreter_call.interpreting",
+    "response.code_interpreter_call_code.done",
+    "response.compaction.compacting",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.custom_tool_call_input.done",
+    "response.file_search_call.completed",
+    "response.file_search_call.in_progress",
+    "response.file_search_call.searching",
+    "response.function_call_arguments.done",
+    "response.image_generation_call.completed",
+    "response.image_generation_call.generating",
+    "response.image_generation_call.in_progress",
+    "response.image_generation_call.partial_image",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.mcp_call.in_progress",
+    "response.mcp_call_arguments.done",
+    "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+    "response.mcp_list_tools.in_progress",
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.output_text.annotation.added",
+    "response.output_text.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_text.done",
+    "response.refusal.done",
+    "response.shell_call_command.added",
+    "response.shell_call_command.done",
+    "response.shell_call_output_content.done",
+    "response.web_search_call.completed",
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+    # WebSocket mode only
+    "response.steer.accepted",
+    "response.steer.pending",
+    "response.steer.failed",
+)
+_KIND: dict[str, int] = {t: _K_DELTA for t in _DELTA_TYPES}
+_KIND.update({t: _K_OTHER for t in _OTHER_TYPES})
+_KIND.update(
+    {
+        "response.created": _K_LIFECYCLE,
+        "response.in_progress": _K_LIFECYCLE,
+        "response.queued": _K_LIFECYCLE,
+        "response.completed": _K_COMPLETED,
+        "response.incomplete": _K_INCOMPLETE,
+        "response.failed": _K_FAILED,
+        "error": _K_ERROR,
+        "ping": _K_PING,
+        "keepalive": _K_PING,
+    }
+)
+KNOWN_TYPES = frozenset(_KIND)
+
+
+def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+    typ = d.get("type")
+    if typ is None:
+        if "error" in d and d["error"] is not None and name is None:
+            # a gateway's in-band {"error": …} object (the SDK raises APIError for it live)
+            inband_error(t, d["error"])
+            return OTHER
+        typ = name
+        if typ is not None and typ != "ping":
+            t.anomaly(names.ANOM_UNTYPED_EVENT, typ)
+    kind = _KIND.get(typ) if type(typ) is str else None
+    if kind == _K_PING:
+        return KEEPALIVE
+    seq = d.get("sequence_number")
+    if seq is not None or kind != _K_ERROR:
+        t.sequence(seq)
+    if kind == _K_DELTA:
+        if t.terminal:
+            t.after_terminal()
+        if nonempty(d.get("delta")):
+            after = t.client_filter_after
+            # the .stream(response_id=…, starting_after=N) helper hides events up to N from the caller
+            if after is None or (type(seq) is int and seq > after):
+                return DELTA
+        return OTHER
+    if kind is None:
+        if type(typ) is str and typ.endswith(".delta"):
+            t.anomaly(names.ANOM_UNKNOWN_EVENT, typ[:80])
+            return DELTA if nonempty(d.get("delta")) else OTHER
+        t.anomaly(names.ANOM_UNKNOWN_EVENT, typ[:80] if type(typ) is str else "event without type")
+        return OTHER
+    if kind == _K_OTHER:
+        if t.terminal:
+            t.after_terminal()
+        return OTHER
+    if kind == _K_ERROR:
+        code = d.get("code")
+        # SSE `error` events carry code/message at the top level; WebSocket ones nest them under `error`
+        t.set_error_type(code if isinstance(code, str) and code else error_code(d.get("error")))
+        t.outcome_seen(names.ERROR, terminal=True)
+        return OTHER
+    if t.terminal:
+        t.after_terminal()
+    _response(t, d.get("response"))
+    if kind == _K_COMPLETED:
+        t.add_finish_reason("stop")
+        t.outcome_seen(names.COMPLETED, terminal=True)
+    elif kind == _K_INCOMPLETE:
+        details = fields(fields(d.get("response")).get("incomplete_details"))
+        reason = details.get("reason")
+        t.add_finish_reason(reason if isinstance(reason, str) and reason else "length")
+        t.outcome_seen(names.INCOMPLETE, terminal=True)
+    elif kind == _K_FAILED:
+        t.set_error_type(error_code(fields(d.get("response")).get("error")) or names.FAILED)
+        t.add_finish_reason("error")
+        t.outcome_seen(names.FAILED, terminal=True)
+    return OTHER
+
+
+def _response(t: StreamTracker, response: object) -> None:
+    """Identity and usage from the Response object embedded in lifecycle and terminal events."""
+    r = fields(response)
+    if not r:
+        return
+    rid = r.get("id")
+    if isinstance(rid, str) and t.response_id is None:
+        t.response_id = rid[:128]
+    model = r.get("model")
+    if isinstance(model, str) and model:
+        t.response_model = model[:128]
+    usage = r.get("usage")
+    if usage is None:
+        return
+    u = fields(usage)
+    if not u:
+        return
+    t.usage_seen = True
+    t.usage_input = t.tokens(u.get("input_tokens"), "input_tokens")
+    t.usage_output = t.tokens(u.get("output_tokens"), "output_tokens")
+    in_details = fields(u.get("input_tokens_details"))
+    t.usage_cache_read = t.tokens(in_details.get("cached_tokens"), "cached_tokens")
+    t.usage_cache_write = t.tokens(in_details.get("cache_write_tokens"), "cache_write_tokens")
+    out_details = fields(u.get("output_tokens_details"))
+    t.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")

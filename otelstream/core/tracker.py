@@ -1,0 +1,513 @@
+"""The per-stream tracker: the hot path. One instance per streamed response.
+
+Invariants (every method keeps them; property tests in tests/core check them):
+- ``event()`` is O(1) in time and memory whatever the stream length: a clock read, a dict lookup, a few integer
+  updates. Memory per stream is bounded (anomaly list capped, sequence window a 64-bit mask, choice set capped).
+- No input makes the tracker raise: wrong types, missing fields, NaN usage become anomalies.
+- ``end()`` produces exactly one ``StreamReport``; later calls and later events are ignored.
+- ``events == deltas + other events``; keepalives and ``[DONE]`` are not events.
+- Outcome precedence over everything seen before the end: error > failed > incomplete > completed; when none of
+  those was seen, how the stream ended decides (cut, abandoned, transport_error, http_error).
+
+The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog thread can read it)::
+
+    tracker.t_pull = clock()        # the caller asks for the next event: a wait begins
+    item = next(sdk_generator)
+    tracker.event(item, sse_name)   # the wait ends; the item is classified
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Any
+
+from otelstream import names
+from otelstream.core import protocols
+from otelstream.core.report import Anomaly, SequenceStats, Stall, StreamReport, StreamStart, Usage
+
+Clock = Callable[[], int]
+
+# outcome ranks for precedence
+_RANK_NONE, _RANK_COMPLETED, _RANK_INCOMPLETE, _RANK_FAILED, _RANK_ERROR = 0, 1, 2, 3, 4
+_OUTCOME_BY_RANK = {
+    _RANK_COMPLETED: names.COMPLETED,
+    _RANK_INCOMPLETE: names.INCOMPLETE,
+    _RANK_FAILED: names.FAILED,
+    _RANK_ERROR: names.ERROR,
+}
+# how a stream ended, when no terminal condition decides the outcome
+_END_OUTCOME = {
+    "eof": (names.CUT, None),
+    "close": (names.ABANDONED, names.ABANDON_CLOSE),
+    "gc": (names.ABANDONED, names.ABANDON_GC),
+    "cancel": (names.ABANDONED, names.ABANDON_CANCEL),
+    "idle": (names.ABANDONED, names.ABANDON_IDLE),
+    "transport_error": (names.TRANSPORT_ERROR, None),
+    "http_error": (names.HTTP_ERROR, None),
+    "error": (names.ERROR, None),
+}
+END_REASONS = tuple(_END_OUTCOME)
+
+_CHUNK_BOUNDS_NS = tuple(int(b * 1e9) for b in names.TIME_PER_CHUNK_BUCKETS)
+_N_CHUNK_BUCKETS = len(_CHUNK_BOUNDS_NS) + 1
+_SEQ_WINDOW = 64
+_SEQ_MASK = (1 << _SEQ_WINDOW) - 1
+_MAX_CHOICES = 128
+_MAX_ERROR_TYPE_LEN = 64
+
+
+class StreamTracker:
+    """Measures one stream. Not thread-safe by design: one stream is consumed by one thread at a time."""
+
+    __slots__ = (
+        "_anomalies",
+        "_anomaly_counts",
+        "_choices_finished",
+        "_choices_seen",
+        "_chunk_counts",
+        "_chunk_sums",
+        "_observe",
+        "_seq_max",
+        "_seq_window",
+        "_stalls",
+        "client_filter_after",
+        "clock",
+        "consumer_ns",
+        "deltas",
+        "done_observable",
+        "done_seen",
+        "ended",
+        "error_type",
+        "events",
+        "expected_choices",
+        "finish_reasons",
+        "handle",
+        "keepalives",
+        "max_wait_ns",
+        "rank",
+        "request_id",
+        "response_id",
+        "response_model",
+        "retries",
+        "seq_bad_start",
+        "seq_duplicates",
+        "seq_first",
+        "seq_gaps",
+        "seq_last",
+        "seq_missing",
+        "seq_out_of_order",
+        "seq_skipped",
+        "stall_count",
+        "stall_ns",
+        "start",
+        "starting_after",
+        "surface",
+        "t_first_delta",
+        "t_first_event",
+        "t_last_event",
+        "t_last_ns",
+        "t_prev_delta",
+        "t_pull",
+        "t_request",
+        "t_terminal",
+        "terminal",
+        "usage_cache_read",
+        "usage_cache_write",
+        "usage_input",
+        "usage_input_raw",
+        "usage_output",
+        "usage_reasoning",
+        "usage_requested",
+        "usage_seen",
+        "wait_ns",
+    )
+
+    def __init__(
+        self,
+        start: StreamStart,
+        *,
+        clock: Clock,
+        expected_choices: int | None = None,
+        usage_requested: bool | None = None,
+        starting_after: int | None = None,
+        client_filter_after: int | None = None,
+        done_observable: bool = True,
+        stall_threshold_ns: int = 30_000_000_000,
+        retries: int = 0,
+        request_id: str | None = None,
+    ) -> None:
+        """``usage_requested`` None means "infer from the chunks" (offline: a ``usage`` key is present).
+        ``starting_after``: a server-side resume (the first sequence number must be N+1).
+        ``client_filter_after``: the SDK helper replays from 0 and hides events up to N from the caller, so the
+        first delta counts only after N. ``done_observable``: whether ``[DONE]`` can be seen at this layer."""
+        self.start = start
+        self.surface = start.surface
+        self.clock = clock
+        self._observe = protocols.OBSERVERS.get(start.surface, protocols.observe_unknown)
+        self.t_request = start.t_request_ns or clock()
+        self.t_pull = 0
+        self.t_last_ns = self.t_request
+        self.t_last_event = 0
+        self.t_first_event = 0
+        self.t_first_delta = 0
+        self.t_prev_delta = 0
+        self.t_terminal = 0
+        self.wait_ns = 0
+        self.consumer_ns = 0
+        self.max_wait_ns = 0
+        self.stall_ns = stall_threshold_ns
+        self.stall_count = 0
+        self._stalls: list[Stall] | None = None
+        self.events = 0
+        self.deltas = 0
+        self.keepalives = 0
+        self.done_seen = False
+        self.done_observable = done_observable
+        self.ended = False
+        self.handle: object = None
+        self.rank = _RANK_NONE
+        self.terminal = False
+        self.error_type: str | None = None
+        self.finish_reasons: list[str] = []
+        self.expected_choices = expected_choices
+        self._choices_seen: set[int] | None = None
+        self._choices_finished: dict[int, str] | None = None
+        self.usage_requested = usage_requested
+        self.usage_seen = False
+        self.usage_input: int | None = None
+        self.usage_input_raw: int | None = None  # Anthropic: input before adding the cache counts
+        self.usage_output: int | None = None
+        self.usage_cache_read: int | None = None
+        self.usage_cache_write: int | None = None
+        self.usage_reasoning: int | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self.request_id = request_id
+        self.retries = retries
+        self.starting_after = starting_after
+        self.client_filter_after = client_filter_after
+        self.seq_first: int | None = None
+        self.seq_last: int | None = None
+        self._seq_max = -1
+        self._seq_window = 0
+        self.seq_gaps = 0
+        self.seq_skipped = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_bad_start = False
+        self.seq_missing = False
+        self._anomalies: list[Anomaly] | None = None
+        self._anomaly_counts: dict[str, int] | None = None
+        self._chunk_counts: list[int] | None = None
+        self._chunk_sums: list[int] | None = None
+
+    # --- hot path ------------------------------------------------------------------------------------------
+    def event(self, ev: Any, name: str | None = None) -> None:
+        """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it."""
+        now = self.clock()
+        if self.ended:
+            return
+        tp = self.t_pull
+        if tp:
+            self._waited(tp, now)
+        if not self.t_first_event:
+            self.t_first_event = now
+        d = ev if type(ev) is dict else getattr(ev, "__dict__", None)
+        if d is None:
+            kind = protocols.OTHER
+            self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
+        else:
+            kind = self._observe(self, d, name)
+        self.t_last_event = now
+        self.t_last_ns = now
+        if kind == protocols.KEEPALIVE:
+            self.keepalives += 1
+            return
+        self.events += 1
+        if kind == protocols.DELTA:
+            self._delta(now)
+
+    def _waited(self, tp: int, now: int) -> None:
+        wait = now - tp
+        self.t_pull = 0
+        if wait < 0:  # a clock that went backwards (tests, or a bad injected clock): ignore this wait
+            return
+        self.wait_ns += wait
+        if wait > self.max_wait_ns:
+            self.max_wait_ns = wait
+        if wait > self.stall_ns:
+            self.stall_count += 1
+            stalls = self._stalls
+            if stalls is None:
+                stalls = self._stalls = []
+            if len(stalls) < names.MAX_RECORDED_STALLS:
+                stalls.append(Stall(offset_s=(tp - self.t_request) / 1e9, wait_s=wait / 1e9))
+        last = self.t_last_event
+        if last and tp > last:
+            self.consumer_ns += tp - last
+
+    def _delta(self, now: int) -> None:
+        self.deltas += 1
+        prev = self.t_prev_delta
+        self.t_prev_delta = now
+        if not prev:
+            self.t_first_delta = now
+            return
+        gap = now - prev
+        if gap < 0:
+            gap = 0
+        counts = self._chunk_counts
+        sums = self._chunk_sums
+        if counts is None or sums is None:
+            counts = self._chunk_counts = [0] * _N_CHUNK_BUCKETS
+            sums = self._chunk_sums = [0] * _N_CHUNK_BUCKETS
+        i = bisect_left(_CHUNK_BOUNDS_NS, gap)
+        counts[i] += 1
+        sums[i] += gap
+
+    def keepalive(self, count: int = 1) -> None:
+        """Keepalive comment lines (or pings) seen below the event layer."""
+        if not self.ended:
+            self.keepalives += count
+
+    def done_sentinel(self) -> None:
+        """``data: [DONE]`` was seen."""
+        if self.ended:
+            return
+        self.done_seen = True
+        self.t_last_ns = self.clock()
+        if self.surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
+            self.anomaly(names.ANOM_TRAILING_DONE, "[DONE] after the terminal event" if self.terminal else "[DONE]")
+
+    # --- called by protocol modules (rare events, not per delta) --------------------------------------------
+    def sequence(self, n: object) -> None:
+        """Check one ``sequence_number`` (per response, O(1): a 64-number window of what was seen)."""
+        if type(n) is not int:
+            if n is None:
+                self.missing_sequence()
+            else:
+                self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
+            return
+        mx = self._seq_max
+        if self.seq_first is None:
+            self.seq_first = n
+            expected = 0 if self.starting_after is None else self.starting_after + 1
+            if n != expected:
+                self.seq_bad_start = True
+                self.anomaly(names.ANOM_SEQUENCE_BAD_START, f"expected {expected}, got {n}")
+            self._seq_max = n
+            self._seq_window = 1
+        elif n > mx:
+            if n > mx + 1:
+                self.seq_gaps += 1
+                self.seq_skipped += n - mx - 1
+                self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {mx + 1}, got {n}")
+            shift = n - mx
+            self._seq_window = ((self._seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
+            self._seq_max = n
+        else:
+            back = mx - n
+            if back < _SEQ_WINDOW and (self._seq_window >> back) & 1:
+                self.seq_duplicates += 1
+                self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
+            else:
+                self.seq_out_of_order += 1
+                self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.seq_last}")
+                if back < _SEQ_WINDOW:
+                    self._seq_window |= 1 << back
+        self.seq_last = n
+
+    def missing_sequence(self) -> None:
+        if not self.seq_missing:
+            self.seq_missing = True
+            self.anomaly(names.ANOM_SEQUENCE_MISSING, "event without sequence_number")
+
+    def anomaly(self, kind: str, detail: str = "") -> None:
+        counts = self._anomaly_counts
+        if counts is None:
+            counts = self._anomaly_counts = {}
+            self._anomalies = []
+        counts[kind] = counts.get(kind, 0) + 1
+        found = self._anomalies
+        if found is not None and len(found) < names.MAX_REPORTED_ANOMALIES:
+            found.append(Anomaly(kind, self.events, detail[:200]))
+
+    def outcome_seen(self, outcome: str, *, terminal: bool) -> None:
+        """A terminal-ish condition: keeps the highest-precedence outcome seen; ``terminal`` ends the answer."""
+        rank = _RANK_BY_OUTCOME[outcome]
+        if rank > self.rank:
+            self.rank = rank
+        if terminal and not self.terminal:
+            self.terminal = True
+            self.t_terminal = self.clock()
+
+    def after_terminal(self) -> bool:
+        """Record (once per event) that the server kept talking after the terminal event."""
+        if self.terminal:
+            self.anomaly(names.ANOM_EVENT_AFTER_TERMINAL)
+            return True
+        return False
+
+    def set_error_type(self, value: object) -> None:
+        if self.error_type is None and isinstance(value, str) and value:
+            self.error_type = value[:_MAX_ERROR_TYPE_LEN]
+
+    def add_finish_reason(self, reason: object) -> None:
+        if isinstance(reason, str) and len(self.finish_reasons) < _MAX_CHOICES:
+            self.finish_reasons.append(reason[:_MAX_ERROR_TYPE_LEN])
+
+    def choice_seen(self, index: object) -> int | None:
+        """Track a chat/completions choice index (bounded); returns it, or None when unusable."""
+        if type(index) is not int or index < 0:
+            if index is not None:
+                self.anomaly(names.ANOM_BAD_FIELD, "choice index")
+            return None if index is not None else 0
+        seen = self._choices_seen
+        if seen is None:
+            seen = self._choices_seen = set()
+        if index not in seen:
+            if len(seen) >= _MAX_CHOICES:
+                self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
+                return None
+            seen.add(index)
+        return index
+
+    def choice_finished(self, index: int, reason: str) -> bool:
+        """Record a choice's finish; returns True when every expected choice has finished."""
+        finished = self._choices_finished
+        if finished is None:
+            finished = self._choices_finished = {}
+        if index in finished:
+            self.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, f"choice {index} finished twice")
+            return False
+        finished[index] = reason
+        self.add_finish_reason(reason)
+        return self.all_choices_finished()
+
+    def all_choices_finished(self) -> bool:
+        finished = self._choices_finished
+        if not finished:
+            return False
+        n = self.expected_choices
+        if n is not None and n > 0:
+            return len(finished) >= n
+        seen = self._choices_seen
+        return seen is None or len(finished) >= len(seen)
+
+    def tokens(self, value: object, what: str) -> int | None:
+        """Validate a token count from the server: a non-negative int, else an anomaly and None."""
+        if value is None:
+            return None
+        if type(value) is int and value >= 0:
+            return value
+        if type(value) is float and value >= 0 and value == int(value) and value < 1e18:
+            return int(value)
+        self.anomaly(names.ANOM_BAD_FIELD, f"{what}={value!r}"[:80])
+        return None
+
+    # --- the end ------------------------------------------------------------------------------------------
+    def end(self, how: str, error_type: str | None = None, now: int | None = None) -> StreamReport | None:
+        """Finish the stream; returns its report the first time, None afterwards.
+
+        ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
+        reached the caller as an SDK exception), transport_error, http_error."""
+        if self.ended:
+            return None
+        self.ended = True
+        if now is None:
+            now = self.clock()
+        tp = self.t_pull
+        if tp:
+            # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
+            self._waited(tp, now)
+        if how == "error":
+            self.set_error_type(error_type)
+            self.outcome_seen(names.ERROR, terminal=False)
+        elif error_type is not None and how in ("transport_error", "http_error"):
+            self.set_error_type(error_type)
+        abandoned_reason = None
+        if self.rank >= _RANK_INCOMPLETE:
+            outcome = _OUTCOME_BY_RANK[self.rank]
+        elif self.terminal:
+            outcome = names.COMPLETED
+        else:
+            outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
+        self._final_anomalies(outcome)
+        t_end = self.t_terminal if self.terminal and self.t_terminal else now
+        return self._report(outcome, abandoned_reason, t_end)
+
+    def _final_anomalies(self, outcome: str) -> None:
+        surface = self.surface
+        answered = outcome in (names.COMPLETED, names.INCOMPLETE)
+        if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
+            if self.all_choices_finished() and not self.usage_seen:
+                self.anomaly(names.ANOM_USAGE_MISSING)
+            if answered and self.done_observable and not self.done_seen:
+                self.anomaly(names.ANOM_MISSING_DONE)
+        if answered and self.deltas == 0:
+            self.anomaly(names.ANOM_NO_DELTA)
+
+    def _report(self, outcome: str, abandoned_reason: str | None, t_end: int) -> StreamReport:
+        start = self.start
+        t0 = self.t_request
+        error_type = self.error_type
+        if error_type is None and outcome in names.BAD_OUTCOMES:
+            error_type = outcome
+        counts = self._anomaly_counts
+        return StreamReport(
+            surface=self.surface,
+            provider=start.provider,
+            outcome=outcome,
+            request_model=start.request_model,
+            response_model=self.response_model,
+            response_id=self.response_id,
+            request_id=self.request_id,
+            stream_id=start.stream_id,
+            server_address=start.server_address,
+            server_port=start.server_port,
+            api_type=start.api_type,
+            abandoned_reason=abandoned_reason,
+            error_type=error_type if outcome in names.BAD_OUTCOMES else self.error_type,
+            finish_reasons=tuple(self.finish_reasons),
+            resumed=start.resumed or self.starting_after is not None or self.client_filter_after is not None,
+            retries=self.retries,
+            t_request_ns=t0,
+            t_end_ns=max(t_end, t0),
+            time_to_first_event_ns=self.t_first_event - t0 if self.t_first_event else None,
+            time_to_first_delta_ns=self.t_first_delta - t0 if self.t_first_delta else None,
+            max_wait_ns=self.max_wait_ns,
+            wait_ns=self.wait_ns,
+            consumer_ns=self.consumer_ns,
+            events=self.events,
+            deltas=self.deltas,
+            keepalives=self.keepalives,
+            done_sentinel=self.done_seen,
+            sequence=SequenceStats(
+                first=self.seq_first,
+                last=self.seq_last,
+                gaps=self.seq_gaps,
+                skipped=self.seq_skipped,
+                duplicates=self.seq_duplicates,
+                out_of_order=self.seq_out_of_order,
+                bad_start=self.seq_bad_start,
+                missing=self.seq_missing,
+            ),
+            usage=Usage(
+                input_tokens=self.usage_input,
+                output_tokens=self.usage_output,
+                cache_read_input_tokens=self.usage_cache_read,
+                cache_write_input_tokens=self.usage_cache_write,
+                reasoning_output_tokens=self.usage_reasoning,
+            ),
+            usage_requested=bool(self.usage_requested),
+            anomalies=tuple(self._anomalies or ()),
+            anomaly_counts=tuple(sorted(counts.items())) if counts else (),
+            stalls=tuple(self._stalls or ()),
+            stall_count=self.stall_count,
+            chunk_counts=tuple(self._chunk_counts or (0,) * _N_CHUNK_BUCKETS),
+            chunk_sums_ns=tuple(self._chunk_sums or (0,) * _N_CHUNK_BUCKETS),
+        )
+
+
+_RANK_BY_OUTCOME = {v: k for k, v in _OUTCOME_BY_RANK.items()}

@@ -1,0 +1,77 @@
+"""Per-stream state the export side keeps between the send and the report (the opaque listener handle)."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from opentelemetry.trace import Span
+
+from otelstream.core.report import StreamStart
+
+
+class StreamHandle:
+    """Returned by ``stream_started`` and kept on the tracker by the adapter.
+
+    It must not hold the tracker strongly: the watchdog's registry holds handles, and a strong reference would keep
+    every dropped stream (and its SDK response) alive until the idle fallback fires.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "ended",
+        "events_left",
+        "finished",
+        "internal",
+        "labels",
+        "live_stalls",
+        "mono_anchor_ns",
+        "span",
+        "stall_mark",
+        "start",
+        "tracker_ref",
+        "wall_anchor_ns",
+    )
+
+    def __init__(
+        self,
+        span: Span,
+        start: StreamStart,
+        tracker: Any,
+        labels: tuple[str, str, str, str],
+        wall_anchor_ns: int,
+        mono_anchor_ns: int,
+        internal: bool,
+        max_events: int,
+    ) -> None:
+        self.span = span
+        self.start = start
+        try:
+            self.tracker_ref: weakref.ref[Any] | None = weakref.ref(tracker)
+        except TypeError:  # a tracker type without __weakref__: then the watchdog cannot follow it
+            self.tracker_ref = None
+        # (provider, operation, model label, surface): resolved once at the send so the live gauges, the counters
+        # and a drop all use the same label values even if the model cap fills up in between.
+        self.labels = labels
+        self.wall_anchor_ns = wall_anchor_ns
+        self.mono_anchor_ns = mono_anchor_ns
+        self.internal = internal
+        self.events_left = max_events
+        self.finished = False  # stream_finished was called (enqueue at most once)
+        self.ended = False  # the span was ended (exactly once, on the dispatcher thread)
+        self.stall_mark = 0  # t_pull of the wait already reported live as a stall
+        self.live_stalls: list[int] = []  # t_pull values (ns) of stalls already added as span events
+
+    def wall_ns(self, mono_ns: int) -> int:
+        """Monotonic tracker time → wall-clock ns, via the anchor pair taken when the span started."""
+        return self.wall_anchor_ns + (mono_ns - self.mono_anchor_ns)
+
+
+class ConnectionHandle:
+    """A WebSocket connection span; per-response spans name it as their parent."""
+
+    __slots__ = ("__weakref__", "closed", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.closed = False

@@ -1,0 +1,44 @@
+"""Model label values: bounded per process, so a server (or a typo loop) can never explode the series count.
+
+Every metric carries ``gen_ai_request_model``. Its value comes from the request (the caller's code), not from the
+server, but callers can still pass unbounded strings (fine-tune ids, deployment names with dates). The first
+``cap`` distinct values keep their name; later ones become ``_OTHER``; an allow-list pins the models that matter
+outside the cap; every value is truncated to ``max_length``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from otelstream import names
+
+
+class ModelLabels:
+    """Maps a request model to its label value. Lookups are lock-free; only admitting a new value locks."""
+
+    def __init__(self, cap: int = 20, allowlist: Iterable[str] = (), max_length: int = 64) -> None:
+        self._cap = max(0, cap)
+        self._max_length = max(1, max_length)
+        # Allow-listed names are admitted up front so they never consume the cap.
+        self._known: dict[str, str] = {m: m[: self._max_length] for m in allowlist if m}
+        self._admitted = 0
+        self._lock = threading.Lock()
+
+    def value(self, model: str | None) -> str:
+        if not model:
+            return names.MODEL_UNKNOWN
+        label = self._known.get(model)
+        if label is not None:
+            return label
+        with self._lock:
+            label = self._known.get(model)
+            if label is not None:
+                return label
+            if self._admitted >= self._cap:
+                # Not remembered: remembering every rejected name would itself be unbounded memory.
+                return names.MODEL_OTHER
+            self._admitted += 1
+            label = model[: self._max_length]
+            self._known[model] = label
+            return label
