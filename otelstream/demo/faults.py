@@ -37,9 +37,22 @@ NO_HEADERS: Final = "no_headers"  # accept the request, never answer (client rea
 ABANDON: Final = "abandon"
 
 SERVER_FAULTS: Final = (
-    OK, SLOW_FIRST, STALL, CUT, RESET, FAILED, INCOMPLETE, ERROR, KEEPALIVE, SEQ_GAP, SEQ_DUP, TRAILING_DONE,
-    HTTP_500, HTTP_429, NO_HEADERS,
-)  # fmt: skip
+    OK,
+    SLOW_FIRST,
+    STALL,
+    CUT,
+    RESET,
+    FAILED,
+    INCOMPLETE,
+    ERROR,
+    KEEPALIVE,
+    SEQ_GAP,
+    SEQ_DUP,
+    TRAILING_DONE,
+    HTTP_500,
+    HTTP_429,
+    NO_HEADERS,
+)
 FAULTS: Final = (*SERVER_FAULTS, ABANDON)
 
 _SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
@@ -159,8 +172,7 @@ class FaultMix:
 
     def draw(self, rng: random.Random) -> str:
         """One fault at random by weight (the server-side mix, for callers that do not choose)."""
-        names_, weights = zip(*self.weights)
-        return rng.choices(names_, weights=weights)[0]
+        return rng.choices([n for n, _ in self.weights], weights=[w for _, w in self.weights])[0]
 
     def spec(self) -> str:
         return ",".join(f"{name}={weight:g}" for name, weight in self.weights)
