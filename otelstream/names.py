@@ -107,6 +107,21 @@ SPAN_WEBSOCKET: Final = "otelstream.websocket"  # WebSocket connection span
 SPAN_EVENT_FIRST_DELTA: Final = "otelstream.first_delta"
 SPAN_EVENT_STALL: Final = "otelstream.stall"
 SPAN_EVENT_RECONNECT: Final = "otelstream.reconnect"
+SPAN_EVENT_ANOMALY: Final = "otelstream.anomaly"  # one per reported anomaly (within MAX_SPAN_EVENTS)
+# span-event attributes
+ATTR_ANOMALY_KIND: Final = "otelstream.anomaly.kind"
+ATTR_ANOMALY_EVENT_INDEX: Final = "otelstream.anomaly.event_index"
+ATTR_ANOMALY_DETAIL: Final = "otelstream.anomaly.detail"
+ATTR_STALL_OFFSET: Final = "otelstream.stall.offset"  # s from t_request to the start of the stalled wait
+ATTR_STALL_WAIT: Final = "otelstream.stall.wait"  # s waited (so far, when ongoing)
+ATTR_STALL_ONGOING: Final = "otelstream.stall.ongoing"  # True when added live by the watchdog
+# tracer scopes whose current CLIENT span already is the GenAI call span (otelstream then nests an INTERNAL child)
+GENAI_PEER_SCOPES: Final = (
+    "com.anthropic.sdk.python",
+    "opentelemetry.instrumentation.genai",
+    "opentelemetry.instrumentation.openai_v2",
+    "opentelemetry.util.genai",
+)
 TRACER_NAME: Final = "otelstream"
 
 # semantic-convention attributes

@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import queue
@@ -123,11 +124,9 @@ class Dispatcher:
                 continue
             try:
                 self._handler(item)
-            except Exception as exc:  # noqa: BLE001 - a sink bug must not kill the export thread
-                try:
+            except Exception as exc:  # a sink bug must not kill the export thread
+                with contextlib.suppress(Exception):  # strict mode re-raises; it was recorded in _guard.errors
                     _guard.report("export.dispatch", exc)
-                except Exception:  # noqa: BLE001, S110 - strict mode re-raises; it was recorded in _guard.errors
-                    pass
 
     def _after_fork(self) -> None:
         # The parent's thread does not exist in the child and its queue's locks may have been held at fork time.
@@ -145,5 +144,5 @@ def _call(ref: weakref.ref[Dispatcher], method: str) -> None:
     if obj is not None:
         try:
             getattr(obj, method)()
-        except Exception as exc:  # noqa: BLE001 - runs inside fork/atexit machinery: never raise there
+        except Exception as exc:  # runs inside fork/atexit machinery: never raise there
             logger.debug("otelstream: %s failed: %r", method, exc)

@@ -1,0 +1,122 @@
+"""The OTel metrics sink: the same instruments through the OTel Metrics API (cumulative, explicit buckets).
+
+Semantics come from ``points.py``, shared with the Prometheus sink, so an OTel ``PrometheusMetricReader`` (or an
+OTLP pipeline into a Collector's Prometheus exporter) yields the same series the native sink does. Attribute keys
+are the dotted names of ``names.OTEL_ATTR_BY_LABEL``; an empty label value means the attribute is absent.
+
+Instruments are created once per MeterProvider and cached: the SDK warns about a second registration of the same
+instrument, and the observable gauges' callback reads the open streams of every pipeline attached to it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+
+from otelstream import __version__, names
+from otelstream.core.report import StreamReport
+from otelstream.export.handle import StreamHandle
+from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
+from otelstream.export.watchdog import Counts, LiveStreams
+
+_ATTR = names.OTEL_ATTR_BY_LABEL
+
+
+def attributes(family: str, label_values: tuple[str, ...]) -> dict[str, str]:
+    return {_ATTR[k]: v for k, v in zip(LABELNAMES[family], label_values, strict=True) if v != ""}
+
+
+class OtelInstruments:
+    def __init__(self, meter_provider: MeterProvider | None) -> None:
+        meter = metrics.get_meter(names.TRACER_NAME, __version__, meter_provider=meter_provider)
+        self.sources: weakref.WeakSet[LiveStreams] = weakref.WeakSet()
+        self.instruments: dict[str, Any] = {}
+        for spec in SPECS:
+            if spec.kind == "histogram":
+                inst: Any = meter.create_histogram(
+                    spec.otel, unit=spec.unit, description=spec.doc,
+                    explicit_bucket_boundaries_advisory=list(spec.buckets),
+                )  # fmt: skip
+            elif spec.kind == "counter":
+                inst = meter.create_counter(spec.otel, unit=spec.unit, description=spec.doc)
+            else:
+                # An up-down count observed at collection time: exact at any moment, like the native gauge.
+                inst = meter.create_observable_up_down_counter(
+                    spec.otel, callbacks=[self._callback(spec.prom)], unit=spec.unit, description=spec.doc
+                )
+            self.instruments[spec.prom] = inst
+
+    def _callback(self, family: str) -> Any:
+        stalled = family == names.PROM_STREAMS_STALLED
+        ref = weakref.ref(self)
+
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            me = ref()
+            if me is None:
+                return []
+            total: Counts = {}
+            for source in list(me.sources):
+                counts = source.counts()[1 if stalled else 0]
+                for k, v in counts.items():
+                    total[k] = total.get(k, 0) + v
+            return [Observation(v, attributes(family, k)) for k, v in total.items()]
+
+        return observe
+
+
+_instruments: weakref.WeakKeyDictionary[Any, OtelInstruments] = weakref.WeakKeyDictionary()
+_global_instruments: list[OtelInstruments] = []
+_lock = threading.Lock()
+
+
+def instruments_for(meter_provider: MeterProvider | None) -> OtelInstruments:
+    with _lock:
+        if meter_provider is None:
+            if not _global_instruments:
+                _global_instruments.append(OtelInstruments(None))
+            return _global_instruments[0]
+        inst = _instruments.get(meter_provider)
+        if inst is None:
+            inst = _instruments[meter_provider] = OtelInstruments(meter_provider)
+        return inst
+
+
+class OtelMetricsSink:
+    def __init__(self, instruments: OtelInstruments, live: LiveStreams) -> None:
+        self.instruments = instruments
+        self._i = instruments.instruments
+        instruments.sources.add(live)
+        self._live = live
+
+    def close(self) -> None:
+        self.instruments.sources.discard(self._live)
+
+    def record(self, report: StreamReport, handle: StreamHandle) -> None:
+        i = self._i
+        # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
+        ctx = trace.set_span_in_context(handle.span)
+        for family, label_values, value in points(report, handle.labels):
+            attrs = attributes(family, label_values)
+            if family in _COUNTERS:
+                i[family].add(int(value), attrs, context=ctx)
+            else:
+                i[family].record(value, attrs, context=ctx)
+        merge = list(chunk_merge(report))
+        if merge:
+            hist = i[names.PROM_TIME_PER_OUTPUT_CHUNK]
+            attrs = attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
+            # The OTel API has no bulk record: the bucket mean, count times (exact placement, count and sum).
+            for _, count, _, mean in merge:
+                for _ in range(count):
+                    hist.record(mean, attrs, context=ctx)
+
+    def count_drop(self, labels: tuple[str, str, str, str]) -> None:
+        self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, labels[:3]))
+
+
+_COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")

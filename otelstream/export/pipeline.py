@@ -1,0 +1,247 @@
+"""The export pipeline: the ``StreamListener`` the adapters call, wired to the dispatcher, sinks and watchdog.
+
+Caller's-thread cost per stream: ``stream_started`` (model label lookup, span start, two clock reads, one dict
+insert) and ``stream_finished`` (one dict pop, one ``put_nowait``). Both are guarded: an internal error is
+recorded and the caller's stream goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+
+from otelstream import _guard, names
+from otelstream.config import Settings
+from otelstream.core.report import StreamReport, StreamStart
+from otelstream.export import prometheus as prom
+from otelstream.export.dispatcher import Dispatcher
+from otelstream.export.handle import ConnectionHandle, StreamHandle
+from otelstream.export.labels import ModelLabels
+from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
+from otelstream.export.spans import SpanSink
+from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
+
+logger = logging.getLogger("otelstream")
+
+_REPORT = 0
+_ORPHAN = 1
+_CONN_CLOSED = 2
+# What a failed stream_started/activate returns: adapters pass it back, every method ignores it.
+_NO_HANDLE: object = None
+
+
+class Pipeline:
+    """Implements ``otelstream.core.listener.StreamListener``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else _default_registry()
+        self.live = LiveStreams(settings.stall_threshold_s)
+        self.spans = SpanSink(tracer_provider, span_events=settings.span_events)
+        models = ModelLabels(settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
+
+        otel_on = settings.otel_metrics or meter_provider is not None
+        prom_on = settings.prometheus_metrics
+        if prom_on and otel_on and _reader_exports_into(meter_provider, self.registry):
+            logger.warning(
+                "otelstream: the meter provider's PrometheusMetricReader exports into the same registry as "
+                "otelstream's native Prometheus metrics; keeping the OTel path only (same series names). Pass "
+                "prometheus_metrics=False to silence this, or a separate registry to keep both."
+            )
+            prom_on = False
+
+        self.prometheus: prom.PrometheusSink | None = None
+        if prom_on:
+            families = prom.families_for(self.registry, models)
+            if families is not None:
+                models = families.models  # one cap per registry, whichever pipeline created it
+                self.prometheus = prom.PrometheusSink(families, self.live)
+        self.otel: OtelMetricsSink | None = None
+        if otel_on:
+            self.otel = OtelMetricsSink(instruments_for(meter_provider), self.live)
+        self.models = models
+
+        self.dispatcher = Dispatcher(self._handle, settings.queue_size)
+        multiprocess_gauges = self.prometheus is not None and self.prometheus.families.multiprocess
+        self.watchdog = Watchdog(
+            self.live,
+            interval_s=settings.watchdog_interval_s,
+            abandon_after_s=settings.abandon_after_s,
+            on_stall=self._on_stall,
+            on_idle=self._on_idle,
+            on_orphan=self._on_orphan,
+            on_tick=self._on_tick if multiprocess_gauges else None,
+        )
+        self._shut = False
+
+    # --- StreamListener: caller's thread -------------------------------------------------------------------
+    @_guard.guarded("export.stream_started", _NO_HANDLE)
+    def stream_started(self, start: StreamStart, tracker: Any, parent: object | None = None) -> object:
+        labels = (start.provider, start.operation, self.models.value(start.request_model), start.surface)
+        handle = self.spans.start(start, tracker, labels, parent)
+        if not self._shut:
+            self.live.add(handle)
+            self.watchdog.ensure_started()
+        return handle
+
+    @_guard.guarded("export.activate", _NO_HANDLE)
+    def activate(self, handle: object) -> object:
+        if not isinstance(handle, StreamHandle | ConnectionHandle):
+            return None
+        return otel_context.attach(trace.set_span_in_context(handle.span))
+
+    @_guard.guarded("export.deactivate", None)
+    def deactivate(self, token: object) -> None:
+        if token is not None:
+            otel_context.detach(token)  # type: ignore[arg-type]
+
+    @_guard.guarded("export.stream_finished", None)
+    def stream_finished(self, report: StreamReport, handle: object) -> None:
+        if not isinstance(handle, StreamHandle) or handle.finished:
+            return  # exactly one report per stream: a second call (or a foreign handle) is ignored
+        handle.finished = True
+        self.live.discard(handle)
+        if not self.dispatcher.submit((_REPORT, report, handle)):
+            self._count_drop(handle)
+
+    @_guard.guarded("export.connection_opened", _NO_HANDLE)
+    def connection_opened(self, server_address: str | None, server_port: int | None) -> object:
+        return self.spans.connection_opened(server_address, server_port)
+
+    @_guard.guarded("export.connection_event", None)
+    def connection_event(self, handle: object, name: str, attributes: dict[str, str | int | float | bool]) -> None:
+        if isinstance(handle, ConnectionHandle) and not handle.closed:
+            handle.span.add_event(name, attributes)
+
+    @_guard.guarded("export.connection_closed", None)
+    def connection_closed(self, handle: object, error_type: str | None) -> None:
+        if not isinstance(handle, ConnectionHandle) or handle.closed:
+            return
+        handle.closed = True
+        # Ending a span runs its processors (maybe a blocking exporter): that belongs on the export thread too.
+        self.dispatcher.submit((_CONN_CLOSED, handle, error_type, time.time_ns()))
+
+    # --- control ---------------------------------------------------------------------------------------------
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every report finished so far is recorded (and spans handed to their exporters)."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        ok = self.dispatcher.flush(timeout)
+        provider = self.spans.provider if self.spans.provider is not None else trace.get_tracer_provider()
+        return _force_flush(provider, deadline) and ok
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Drain the queue, stop both threads, detach from shared gauges. Idempotent."""
+        if self._shut:
+            return
+        self._shut = True
+        self.watchdog.stop()
+        self.dispatcher.shutdown(timeout)
+        for sink in (self.prometheus, self.otel):
+            if sink is not None:
+                sink.close()
+        self.live.clear()
+
+    def start_metrics_server(self, port: int, addr: str = "127.0.0.1", **tls_kwargs: Any) -> Any:
+        return prom.start_metrics_server(port, addr, registry=self.registry, **tls_kwargs)
+
+    # --- export thread ---------------------------------------------------------------------------------------
+    def _handle(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == _REPORT:
+            _, report, handle = item
+            # Each sink guarded on its own: a failing span exporter must not cost the metrics, nor the reverse.
+            with _guard.guard("export.spans"):
+                self.spans.finish(report, handle)
+            if self.prometheus is not None:
+                with _guard.guard("export.prometheus"):
+                    self.prometheus.record(report, handle)
+            if self.otel is not None:
+                with _guard.guard("export.otel_metrics"):
+                    self.otel.record(report, handle)
+        elif kind == _ORPHAN:
+            self.spans.finish_orphan(item[1])
+        elif kind == _CONN_CLOSED:
+            _, handle, error_type, end_ns = item
+            self.spans.connection_closed(handle, error_type, end_ns)
+
+    def _count_drop(self, handle: StreamHandle) -> None:
+        if self.prometheus is not None:
+            self.prometheus.count_drop(handle.labels)
+        if self.otel is not None:
+            self.otel.count_drop(handle.labels)
+
+    # --- watchdog thread -------------------------------------------------------------------------------------
+    def _on_stall(self, handle: StreamHandle, t_pull_ns: int, now_ns: int) -> None:
+        self.spans.stall_began(handle, t_pull_ns, now_ns, self.live.stall_threshold_ns)
+
+    def _on_idle(self, tracker: Any, handle: StreamHandle) -> None:
+        report = tracker.end(names.ABANDON_IDLE)
+        if report is not None:  # None: the stream ended on its own meanwhile; its report is on its way
+            self.stream_finished(report, handle)
+
+    def _on_orphan(self, handle: StreamHandle) -> None:
+        if not handle.finished:
+            handle.finished = True
+            self.dispatcher.submit((_ORPHAN, handle))
+
+    def _on_tick(self, active: Counts, stalled: Counts) -> None:
+        if self.prometheus is not None:
+            self.prometheus.set_gauges(active, stalled)
+
+
+def _default_registry() -> CollectorRegistry:
+    import prometheus_client
+
+    return prometheus_client.REGISTRY
+
+
+def _reader_exports_into(meter_provider: MeterProvider | None, registry: CollectorRegistry) -> bool:
+    """Does ``meter_provider`` have an OTel PrometheusMetricReader writing into ``registry``?"""
+    provider: Any = meter_provider if meter_provider is not None else _global_meter_provider()
+    config = getattr(provider, "_sdk_config", None)  # SDK internals: absent on other providers → no collision
+    for reader in getattr(config, "metric_readers", ()) or ():
+        if type(reader).__name__ == "PrometheusMetricReader" and getattr(reader, "_registry", None) is registry:
+            return True
+    return False
+
+
+def _global_meter_provider() -> Any:
+    from opentelemetry import metrics
+
+    return metrics.get_meter_provider()
+
+
+def _force_flush(provider: Any, deadline: float) -> bool:
+    flush = getattr(provider, "force_flush", None)
+    if flush is None:
+        return True
+    remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+    try:
+        return bool(flush(remaining_ms))
+    except Exception as exc:  # a provider's flush failing is not the caller's problem
+        logger.debug("otelstream: tracer provider force_flush failed: %r", exc)
+        return False
+
+
+def build_pipeline(
+    settings: Settings,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    registry: CollectorRegistry | None = None,
+) -> Pipeline:
+    return Pipeline(settings, tracer_provider=tracer_provider, meter_provider=meter_provider, registry=registry)

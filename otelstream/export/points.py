@@ -1,0 +1,127 @@
+"""What one StreamReport contributes to the metrics: computed once here, applied by both metric sinks.
+
+Keeping the semantics in one place is what makes the native Prometheus series and the OTel instruments agree
+(the parity test compares them). Label values are positional, in the order of ``LABELNAMES[family]``; an empty
+string means "absent" (Prometheus treats an empty label as a missing one, and the OTel sink drops it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from otelstream import names
+from otelstream.core.report import StreamReport
+
+COMMON = names.COMMON_LABELS
+_S = (names.LABEL_SURFACE,)
+
+LABELNAMES: dict[str, tuple[str, ...]] = {
+    names.PROM_OPERATION_DURATION: (*COMMON, names.LABEL_ERROR_TYPE),
+    names.PROM_TOKEN_USAGE: (*COMMON, names.LABEL_TOKEN_TYPE),
+    names.PROM_TIME_TO_FIRST_CHUNK: COMMON,
+    names.PROM_TIME_PER_OUTPUT_CHUNK: COMMON,
+    names.PROM_STREAMS: (*COMMON, names.LABEL_SURFACE, names.LABEL_OUTCOME),
+    names.PROM_TIME_TO_FIRST_EVENT: (*COMMON, *_S),
+    names.PROM_MAX_WAIT: (*COMMON, *_S),
+    names.PROM_SEQUENCE_ANOMALIES: (*COMMON, names.LABEL_SURFACE, names.LABEL_KIND),
+    names.PROM_ANOMALIES: (*COMMON, names.LABEL_SURFACE, names.LABEL_KIND),
+    names.PROM_STREAMS_ACTIVE: (*COMMON, *_S),
+    names.PROM_STREAMS_STALLED: (*COMMON, *_S),
+    names.PROM_REPORTS_DROPPED: COMMON,
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One instrument: its Prometheus family, OTel name, kind, unit and buckets."""
+
+    prom: str
+    otel: str
+    kind: str  # "histogram" | "counter" | "gauge"
+    unit: str
+    doc: str
+    buckets: tuple[float, ...] = ()
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec(names.PROM_OPERATION_DURATION, names.OTEL_OPERATION_DURATION, "histogram", "s",
+         "GenAI operation duration (request sent to end of stream)", names.DURATION_BUCKETS),
+    Spec(names.PROM_TOKEN_USAGE, names.OTEL_TOKEN_USAGE, "histogram", "{token}",
+         "Tokens used, as the server reported them", names.TOKEN_BUCKETS),
+    Spec(names.PROM_TIME_TO_FIRST_CHUNK, names.OTEL_TIME_TO_FIRST_CHUNK, "histogram", "s",
+         "Time from request to the first output delta", names.DURATION_BUCKETS),
+    Spec(names.PROM_TIME_PER_OUTPUT_CHUNK, names.OTEL_TIME_PER_OUTPUT_CHUNK, "histogram", "s",
+         "Time between consecutive output deltas as the caller received them", names.TIME_PER_CHUNK_BUCKETS),
+    Spec(names.PROM_STREAMS, names.OTEL_STREAMS, "counter", "{stream}", "Streams by outcome"),
+    Spec(names.PROM_TIME_TO_FIRST_EVENT, names.OTEL_TIME_TO_FIRST_EVENT, "histogram", "s",
+         "Time from request to the first parsed event of any kind", names.DURATION_BUCKETS),
+    Spec(names.PROM_MAX_WAIT, names.OTEL_MAX_WAIT, "histogram", "s",
+         "Longest single wait inside the SDK for the next event, per stream", names.DURATION_BUCKETS),
+    Spec(names.PROM_SEQUENCE_ANOMALIES, names.OTEL_SEQUENCE_ANOMALIES, "counter", "{anomaly}",
+         "Sequence-number anomalies"),
+    Spec(names.PROM_ANOMALIES, names.OTEL_ANOMALIES, "counter", "{anomaly}", "Protocol deviations that lost no data"),
+    Spec(names.PROM_STREAMS_ACTIVE, names.OTEL_STREAMS_ACTIVE, "gauge", "{stream}", "Open streams right now"),
+    Spec(names.PROM_STREAMS_STALLED, names.OTEL_STREAMS_STALLED, "gauge", "{stream}",
+         "Open streams blocked inside the SDK's wait longer than the stall threshold right now"),
+    Spec(names.PROM_REPORTS_DROPPED, names.OTEL_REPORTS_DROPPED, "counter", "{report}",
+         "Stream reports dropped because the export queue was full"),
+)  # fmt: skip
+SPEC_BY_PROM: dict[str, Spec] = {s.prom: s for s in SPECS}
+
+_PROTOCOL_KINDS = frozenset(names.PROTOCOL_ANOMALY_KINDS)
+
+
+def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[tuple[str, tuple[str, ...], float]]:
+    """(family, label values, value) for every histogram observation and counter increment of one report.
+
+    The time-per-output-chunk histogram is not here: it is merged from the report's local buckets
+    (``chunk_merge``), without one call per chunk.
+    """
+    provider, operation, model, surface = labels
+    common = (provider, operation, model)
+    # error_type carries only the bounded bad-outcome set (never a provider code: that is unbounded server data).
+    yield (names.PROM_OPERATION_DURATION, (*common, report.outcome if report.is_bad else ""), report.duration_s)
+    usage = report.usage
+    if usage.input_tokens is not None:
+        yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
+    if usage.output_tokens is not None:
+        yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_OUTPUT), float(usage.output_tokens))
+    ttfd = report.time_to_first_delta_s
+    # A resumed stream's first delta comes from a replay, not from the model: it would fake a fast TTFT.
+    if ttfd is not None and not report.resumed:
+        yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
+    yield (names.PROM_STREAMS, (*common, surface, report.outcome), 1.0)
+    ttfe = report.time_to_first_event_s
+    if ttfe is not None:
+        yield (names.PROM_TIME_TO_FIRST_EVENT, (*common, surface), ttfe)
+        # Max wait only for streams that produced events: an http_error never waited for one.
+        yield (names.PROM_MAX_WAIT, (*common, surface), report.max_wait_s)
+    for kind, n in report.sequence.counts_by_kind().items():
+        if n > 0:
+            yield (names.PROM_SEQUENCE_ANOMALIES, (*common, surface, kind), float(n))
+    for kind, n in report.anomaly_counts:
+        # The label is a closed enum: sequence_* kinds have their own family, anything else is not a label value.
+        if n > 0 and kind in _PROTOCOL_KINDS:
+            yield (names.PROM_ANOMALIES, (*common, surface, kind), float(n))
+
+
+def chunk_merge(report: StreamReport) -> Iterator[tuple[int, int, float, float]]:
+    """(bucket index, count, sum seconds, mean seconds) per non-empty local bucket of time per output chunk.
+
+    Observing each bucket's mean ``count`` times keeps count, sum and bucket placement exact: every value in
+    (b[i-1], b[i]] has its mean in the same interval. The mean is clamped into that interval so float rounding
+    of ns → s can never push it across a bound.
+    """
+    bounds = names.TIME_PER_CHUNK_BUCKETS
+    for i, (count, sum_ns) in enumerate(zip(report.chunk_counts, report.chunk_sums_ns, strict=False)):
+        if count <= 0:
+            continue
+        total = sum_ns / 1e9
+        mean = total / count
+        if i < len(bounds) and mean > bounds[i]:
+            mean = bounds[i]
+        if 0 < i <= len(bounds) and mean <= bounds[i - 1]:
+            mean = math.nextafter(bounds[i - 1], math.inf)
+        yield i, count, total, mean

@@ -1,0 +1,235 @@
+"""The native Prometheus sink (prometheus_client): the series of DESIGN §4, exemplars, multiprocess mode.
+
+Families are created once per ``CollectorRegistry`` and cached (weakly), so building the pipeline again
+(``uninstrument()`` then ``instrument()``) reuses them instead of raising "Duplicated timeseries". If the names are
+already taken by someone else's collector (typically an OTel ``PrometheusMetricReader`` on the same registry) the
+sink is disabled with one clear warning rather than crashing the application.
+
+Single-process mode: the live gauges are a custom collector that counts the open streams when scraped (exact at
+any moment). Multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``): values live in per-process files, custom collectors
+are invisible to the aggregating process, so the gauges are ``livesum`` gauges the watchdog refreshes every tick;
+exemplars are skipped (prometheus_client cannot store them there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.samples import Exemplar
+
+from otelstream import names
+from otelstream.core.report import StreamReport
+from otelstream.export.handle import StreamHandle
+from otelstream.export.labels import ModelLabels
+from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
+from otelstream.export.watchdog import Counts, LiveStreams
+
+logger = logging.getLogger("otelstream")
+
+
+def multiprocess_mode() -> bool:
+    """prometheus_client picks its value storage at import from ``PROMETHEUS_MULTIPROC_DIR``; ask it, not os.environ."""
+    return values.ValueClass is not values.MutexValue
+
+
+def exemplar_for(handle: StreamHandle) -> dict[str, str] | None:
+    ctx = handle.span.get_span_context()
+    if not ctx.is_valid or not ctx.trace_flags.sampled:
+        return None
+    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+
+
+class _LiveCollector:
+    """Computes otelstream_streams_active / _stalled from the open streams of every pipeline on this registry."""
+
+    def __init__(self) -> None:
+        self.sources: weakref.WeakSet[LiveStreams] = weakref.WeakSet()
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        # Declaring the names lets the registry refuse a duplicate family instead of exposing it twice.
+        labels = list(LABELNAMES[names.PROM_STREAMS_ACTIVE])
+        return [
+            GaugeMetricFamily(names.PROM_STREAMS_ACTIVE, "", labels=labels),
+            GaugeMetricFamily(names.PROM_STREAMS_STALLED, "", labels=labels),
+        ]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        labels = list(LABELNAMES[names.PROM_STREAMS_ACTIVE])
+        active_f = GaugeMetricFamily(names.PROM_STREAMS_ACTIVE, _doc(names.PROM_STREAMS_ACTIVE), labels=labels)
+        stalled_f = GaugeMetricFamily(names.PROM_STREAMS_STALLED, _doc(names.PROM_STREAMS_STALLED), labels=labels)
+        active: Counts = {}
+        stalled: Counts = {}
+        for source in list(self.sources):
+            a, s = source.counts()
+            for k, v in a.items():
+                active[k] = active.get(k, 0) + v
+            for k, v in s.items():
+                stalled[k] = stalled.get(k, 0) + v
+        for k in sorted(active):
+            active_f.add_metric(list(k), active[k])
+            stalled_f.add_metric(list(k), stalled.get(k, 0))
+        yield active_f
+        yield stalled_f
+
+
+def _doc(family: str) -> str:
+    return next(s.doc for s in SPECS if s.prom == family)
+
+
+class PromFamilies:
+    """Every family of DESIGN §4 in one registry, plus the model-label cap shared by all pipelines on it."""
+
+    def __init__(self, registry: CollectorRegistry, models: ModelLabels) -> None:
+        self.registry = registry
+        self.models = models
+        self.multiprocess = multiprocess_mode()
+        self.metrics: dict[str, Any] = {}
+        self.live: _LiveCollector | None = None
+        created: list[Any] = []
+        try:
+            for spec in SPECS:
+                labelnames = LABELNAMES[spec.prom]
+                if spec.kind == "histogram":
+                    m: Any = Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
+                elif spec.kind == "counter":
+                    m = Counter(spec.prom, spec.doc, labelnames, registry=registry)
+                elif self.multiprocess:
+                    # livesum: the sum over live processes (a dead worker's open streams are not open any more).
+                    m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="livesum")
+                else:
+                    continue  # single-process gauges come from the live collector below
+                created.append(m)
+                self.metrics[spec.prom] = m
+            if not self.multiprocess:
+                self.live = _LiveCollector()
+                registry.register(self.live)
+                created.append(self.live)
+        except ValueError:
+            for c in created:  # leave the registry as we found it
+                with contextlib.suppress(KeyError):
+                    registry.unregister(c)
+            raise
+
+
+_families: weakref.WeakKeyDictionary[CollectorRegistry, PromFamilies] = weakref.WeakKeyDictionary()
+_families_lock = threading.Lock()
+
+
+def families_for(registry: CollectorRegistry, models: ModelLabels) -> PromFamilies | None:
+    """The cached families of ``registry``; None (after one warning) when its names are taken by someone else."""
+    with _families_lock:
+        fam = _families.get(registry)
+        if fam is None:
+            try:
+                fam = PromFamilies(registry, models)
+            except ValueError as exc:
+                logger.warning(
+                    "otelstream: Prometheus metrics disabled: the registry already has a family with one of "
+                    "otelstream's names (%s). Is an OpenTelemetry PrometheusMetricReader exporting otelstream's "
+                    "OTel metrics into the same registry? Use one path: prometheus_metrics=False, or pass a separate "
+                    "registry.",
+                    exc,
+                )
+                return None
+            _families[registry] = fam
+        return fam
+
+
+class PrometheusSink:
+    def __init__(self, families: PromFamilies, live: LiveStreams) -> None:
+        self.families = families
+        self._m = families.metrics
+        self._exemplars = not families.multiprocess
+        if families.live is not None:
+            families.live.sources.add(live)
+        self._live = live
+
+    def close(self) -> None:
+        if self.families.live is not None:
+            self.families.live.sources.discard(self._live)
+
+    def record(self, report: StreamReport, handle: StreamHandle) -> None:
+        m = self._m
+        exemplar = exemplar_for(handle) if self._exemplars else None
+        for family, label_values, value in points(report, handle.labels):
+            child = m[family].labels(*label_values)
+            if family in _COUNTERS:
+                child.inc(value)
+            else:
+                child.observe(value, exemplar)
+        self._merge_chunks(report, handle.labels[:3], exemplar)
+
+    def _merge_chunks(self, report: StreamReport, common: tuple[str, ...], exemplar: dict[str, str] | None) -> None:
+        merge = list(chunk_merge(report))
+        if not merge:
+            return
+        child = self._m[names.PROM_TIME_PER_OUTPUT_CHUNK].labels(*common)
+        buckets = getattr(child, "_buckets", None)
+        total = getattr(child, "_sum", None)
+        if buckets is None or total is None or len(buckets) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
+            # prometheus_client changed its internals: fall back to the public API (one call per chunk).
+            for _, count, _, mean in merge:
+                for _ in range(count):
+                    child.observe(mean)
+            return
+        # Fast path: add each local bucket's count and the exact sum directly, O(buckets) instead of O(chunks).
+        for i, count, _, _ in merge:
+            buckets[i].inc(count)
+        total.inc(sum(s for _, _, s, _ in merge))
+        if exemplar is not None:
+            i, _, _, mean = merge[-1]  # the slowest gaps are the ones worth a trace link
+            buckets[i].set_exemplar(Exemplar(exemplar, mean, time.time()))
+
+    def count_drop(self, labels: tuple[str, str, str, str]) -> None:
+        self._m[names.PROM_REPORTS_DROPPED].labels(*labels[:3]).inc()
+
+    def set_gauges(self, active: Counts, stalled: Counts) -> None:
+        """Multiprocess mode only: the watchdog's tick writes the live counts into the livesum gauges."""
+        ga = self._m.get(names.PROM_STREAMS_ACTIVE)
+        gs = self._m.get(names.PROM_STREAMS_STALLED)
+        if ga is None or gs is None:
+            return
+        for key, n in active.items():
+            ga.labels(*key).set(n)
+            gs.labels(*key).set(stalled.get(key, 0))
+
+
+_COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")
+_port_warned = False
+
+
+def start_metrics_server(
+    port: int, addr: str = "127.0.0.1", registry: CollectorRegistry | None = None, **tls_kwargs: Any
+) -> Any:
+    """Serve ``/metrics``; TLS/mTLS keyword arguments as ``prometheus_client.start_http_server`` takes them.
+
+    In multiprocess mode the served registry aggregates every process's files, and a worker that finds the port
+    taken (another worker serves it) logs once and returns None instead of failing.
+    """
+    global _port_warned
+    if multiprocess_mode():
+        from prometheus_client import multiprocess
+
+        served = CollectorRegistry()
+        multiprocess.MultiProcessCollector(served)  # type: ignore[no-untyped-call]
+    else:
+        served = registry if registry is not None else prometheus_client.REGISTRY
+    try:
+        return prometheus_client.start_http_server(port, addr, registry=served, **tls_kwargs)
+    except OSError as exc:
+        if multiprocess_mode() and exc.errno == errno.EADDRINUSE:
+            if not _port_warned:
+                _port_warned = True
+                logger.info("otelstream: metrics port %s:%d is served by another process", addr, port)
+            return None
+        raise

@@ -1,0 +1,257 @@
+"""The span sink: one span per stream, started at the send on the caller's thread, ended on the export thread.
+
+Only ``start`` runs on the caller's thread (it must: the span has to be current during the send so the HTTP
+client span nests under it). Everything else (attributes from the report, events, status, ``end()`` with its span
+processors and possibly a blocking exporter) runs on the dispatcher thread, with explicit timestamps converted
+from the tracker's monotonic clock through an anchor pair (wall, monotonic) taken when the span started.
+
+No prompt, output text, tool argument, header (except the request id) or credential ever reaches a span: every
+attribute below is a count, a time, an id or a bounded enum taken from the report.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.util.types import AttributeValue
+
+from otelstream import __version__, names
+from otelstream.core.report import StreamReport, StreamStart
+from otelstream.export.handle import ConnectionHandle, StreamHandle
+
+Attrs = dict[str, AttributeValue]
+
+_MAX_DETAIL = 256
+_STALL_MATCH_NS = 5_000_000  # a report stall within 5 ms of a live-reported one is the same stall
+
+
+def peer_span_current() -> bool:
+    """True when the current span is already the GenAI call's CLIENT span (Anthropic SDK or a named peer).
+
+    Then otelstream nests an INTERNAL child instead of a second CLIENT span, so a trace has exactly one CLIENT
+    span per call and token usage is counted once.
+    """
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return False
+    scope = getattr(span, "instrumentation_scope", None)
+    scope_name = getattr(scope, "name", None) or ""
+    if scope_name.startswith(names.GENAI_PEER_SCOPES):
+        return True
+    if scope_name == names.TRACER_NAME:
+        return False  # our own span (e.g. a WebSocket connection span) is a parent, not a peer
+    # An unnamed peer: a CLIENT span that already says it is a GenAI operation.
+    if getattr(span, "kind", None) is SpanKind.CLIENT:
+        attrs = getattr(span, "attributes", None) or {}
+        return names.ATTR_OPERATION_NAME in attrs
+    return False
+
+
+class SpanSink:
+    def __init__(self, tracer_provider: TracerProvider | None = None, *, span_events: bool = True) -> None:
+        # With tracer_provider=None this is the global ProxyTracer: it follows a provider installed later.
+        self.provider = tracer_provider
+        self._tracer = trace.get_tracer(names.TRACER_NAME, __version__, tracer_provider=tracer_provider)
+        self._span_events = span_events
+
+    # --- caller's thread ------------------------------------------------------------------------------------
+    def start(
+        self, start: StreamStart, tracker: Any, labels: tuple[str, str, str, str], parent: object | None
+    ) -> StreamHandle:
+        try:
+            mono_now: int = tracker.clock()
+        except Exception:  # a tracker without a clock still gets a span (times then approximate)
+            mono_now = time.monotonic_ns()
+        wall_now = time.time_ns()
+        t_request = start.t_request_ns or mono_now
+        start_wall = wall_now - (mono_now - t_request)
+
+        ctx: Context | None = None
+        internal = False
+        if isinstance(parent, ConnectionHandle):
+            ctx = trace.set_span_in_context(parent.span)
+        else:
+            internal = peer_span_current()
+
+        attrs: Attrs = {
+            names.ATTR_OPERATION_NAME: start.operation,
+            names.ATTR_PROVIDER_NAME: start.provider,
+            names.ATTR_REQUEST_STREAM: True,
+            names.ATTR_SURFACE: start.surface,
+        }
+        if start.request_model:
+            attrs[names.ATTR_REQUEST_MODEL] = start.request_model
+        if start.server_address:
+            attrs[names.ATTR_SERVER_ADDRESS] = start.server_address
+        if start.server_port is not None:
+            attrs[names.ATTR_SERVER_PORT] = start.server_port
+        if start.api_type:
+            attrs[names.ATTR_OPENAI_API_TYPE] = start.api_type
+        if start.resumed:
+            attrs[names.ATTR_RESUMED] = True
+        if start.stream_id is not None:
+            attrs[names.ATTR_STREAM_ID] = start.stream_id
+
+        if internal:
+            name, kind = names.SPAN_STREAM_INTERNAL, SpanKind.INTERNAL
+        else:
+            name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
+            kind = SpanKind.CLIENT
+        span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
+        return StreamHandle(
+            span, start, tracker, labels, wall_now, mono_now, internal,
+            names.MAX_SPAN_EVENTS if self._span_events else 0,
+        )  # fmt: skip
+
+    def connection_opened(self, server_address: str | None, server_port: int | None) -> ConnectionHandle:
+        attrs: Attrs = {names.ATTR_PROVIDER_NAME: names.PROVIDER_OPENAI, names.ATTR_SURFACE: names.RESPONSES_WEBSOCKET}
+        if server_address:
+            attrs[names.ATTR_SERVER_ADDRESS] = server_address
+        if server_port is not None:
+            attrs[names.ATTR_SERVER_PORT] = server_port
+        span = self._tracer.start_span(names.SPAN_WEBSOCKET, kind=SpanKind.CLIENT, attributes=attrs)
+        return ConnectionHandle(span)
+
+    # --- watchdog thread ------------------------------------------------------------------------------------
+    def stall_began(self, handle: StreamHandle, t_pull_ns: int, now_ns: int, threshold_ns: int) -> None:
+        """A wait just crossed the stall threshold: one span event, at the moment the wait began."""
+        if handle.finished or handle.events_left <= 0 or not handle.span.is_recording():
+            return
+        handle.events_left -= 1
+        handle.live_stalls.append(t_pull_ns)
+        t0 = handle.start.t_request_ns or handle.mono_anchor_ns
+        handle.span.add_event(
+            names.SPAN_EVENT_STALL,
+            {
+                names.ATTR_STALL_OFFSET: max(0, t_pull_ns - t0) / 1e9,
+                names.ATTR_STALL_WAIT: (now_ns - t_pull_ns) / 1e9,
+                names.ATTR_STALL_ONGOING: True,
+            },
+            timestamp=handle.wall_ns(t_pull_ns),
+        )
+
+    # --- dispatcher thread ----------------------------------------------------------------------------------
+    def finish(self, report: StreamReport, handle: StreamHandle) -> None:
+        if handle.ended:  # exactly once, whatever path (report, orphan, shutdown) got here first
+            return
+        handle.ended = True
+        span = handle.span
+        if not span.is_recording():
+            return
+        span.set_attributes(report_attributes(report, internal=handle.internal))
+        if handle.events_left > 0:
+            self._add_events(report, handle)
+        if report.is_bad:
+            span.set_status(Status(StatusCode.ERROR, report.error_type or report.outcome))
+        start_wall = handle.wall_ns(handle.start.t_request_ns or handle.mono_anchor_ns)
+        span.end(end_time=max(start_wall, handle.wall_ns(report.t_end_ns)))
+
+    def finish_orphan(self, handle: StreamHandle) -> None:
+        """The tracker vanished without a report: end the span as abandoned (gc) rather than leak it open."""
+        if handle.ended:
+            return
+        handle.ended = True
+        span = handle.span
+        if span.is_recording():
+            span.set_attributes({names.ATTR_OUTCOME: names.ABANDONED, names.ATTR_ABANDONED_REASON: names.ABANDON_GC})
+            span.end()
+
+    def connection_closed(self, handle: ConnectionHandle, error_type: str | None, end_wall_ns: int) -> None:
+        span = handle.span
+        if error_type:
+            span.set_attribute(names.ATTR_ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
+        span.end(end_time=end_wall_ns)
+
+    def _add_events(self, report: StreamReport, handle: StreamHandle) -> None:
+        span = handle.span
+        t0 = report.t_request_ns
+        end_wall = handle.wall_ns(report.t_end_ns)
+        if report.time_to_first_delta_ns is not None and handle.events_left > 0:
+            handle.events_left -= 1
+            span.add_event(
+                names.SPAN_EVENT_FIRST_DELTA,
+                {names.ATTR_RESPONSE_TTFC: report.time_to_first_delta_ns / 1e9},
+                timestamp=handle.wall_ns(t0 + report.time_to_first_delta_ns),
+            )
+        live = handle.live_stalls
+        for stall in report.stalls:
+            if handle.events_left <= 0:
+                return
+            begin = t0 + int(stall.offset_s * 1e9)
+            if any(abs(begin - t) <= _STALL_MATCH_NS for t in live):
+                continue  # already reported live by the watchdog when it began
+            handle.events_left -= 1
+            span.add_event(
+                names.SPAN_EVENT_STALL,
+                {names.ATTR_STALL_OFFSET: stall.offset_s, names.ATTR_STALL_WAIT: stall.wait_s},
+                timestamp=handle.wall_ns(begin),
+            )
+        for anomaly in report.anomalies:
+            if handle.events_left <= 0:
+                return
+            handle.events_left -= 1
+            attrs: Attrs = {
+                names.ATTR_ANOMALY_KIND: anomaly.kind,
+                names.ATTR_ANOMALY_EVENT_INDEX: anomaly.event_index,
+            }
+            if anomaly.detail:
+                attrs[names.ATTR_ANOMALY_DETAIL] = anomaly.detail[:_MAX_DETAIL]
+            # Anomalies carry an event index, not a time: stamp them at the end of the stream.
+            span.add_event(names.SPAN_EVENT_ANOMALY, attrs, timestamp=end_wall)
+
+
+def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
+    """Span attributes from a report. ``internal``: the SDK's/peer's CLIENT span carries usage and TTFT already."""
+    a: Attrs = {
+        names.ATTR_OUTCOME: report.outcome,
+        names.ATTR_RETRIES: report.retries,
+        names.ATTR_MAX_WAIT: report.max_wait_s,
+        names.ATTR_CONSUMER_TIME: report.consumer_time_s,
+        names.ATTR_EVENTS: report.events,
+        names.ATTR_DELTAS: report.deltas,
+        names.ATTR_KEEPALIVES: report.keepalives,
+        names.ATTR_SEQ_GAPS: report.sequence.gaps,
+        names.ATTR_SEQ_SKIPPED: report.sequence.skipped,
+        names.ATTR_SEQ_DUPLICATES: report.sequence.duplicates,
+        names.ATTR_SEQ_OUT_OF_ORDER: report.sequence.out_of_order,
+    }
+    if report.resumed:
+        a[names.ATTR_RESUMED] = True
+    if report.abandoned_reason:
+        a[names.ATTR_ABANDONED_REASON] = report.abandoned_reason
+    if report.request_id:
+        a[names.ATTR_REQUEST_ID] = report.request_id
+    if report.stream_id is not None:
+        a[names.ATTR_STREAM_ID] = report.stream_id
+    if report.time_to_first_event_s is not None:
+        a[names.ATTR_TIME_TO_FIRST_EVENT] = report.time_to_first_event_s
+    tps = report.output_tokens_per_second
+    if tps is not None:
+        a[names.ATTR_OUTPUT_TOKENS_PER_SECOND] = tps
+    if report.response_model:
+        a[names.ATTR_RESPONSE_MODEL] = report.response_model
+    if report.response_id:
+        a[names.ATTR_RESPONSE_ID] = report.response_id
+    if report.finish_reasons:
+        a[names.ATTR_RESPONSE_FINISH_REASONS] = list(report.finish_reasons)
+    if report.is_bad:
+        a[names.ATTR_ERROR_TYPE] = report.error_type or report.outcome
+    if not internal:
+        if report.time_to_first_delta_s is not None:
+            a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s
+        u = report.usage
+        for key, value in (
+            (names.ATTR_USAGE_INPUT, u.input_tokens),
+            (names.ATTR_USAGE_OUTPUT, u.output_tokens),
+            (names.ATTR_USAGE_CACHE_READ, u.cache_read_input_tokens),
+            (names.ATTR_USAGE_CACHE_WRITE, u.cache_write_input_tokens),
+            (names.ATTR_USAGE_REASONING, u.reasoning_output_tokens),
+        ):
+            if value is not None:
+                a[key] = value
+    return a

@@ -1,0 +1,168 @@
+"""Open streams, the live gauges computed from them, and the stall/idle watchdog thread.
+
+The live set is a plain dict keyed by ``id(handle)``: inserting and popping are single bytecode-level dict
+operations (atomic under the GIL), so the caller's thread takes no lock to register or retire a stream, and a
+reader copies the dict (also atomic) before iterating. Handles reference their trackers weakly, so a stream the
+application dropped is never kept alive by us.
+
+Gauges are computed from the live set when they are read (``counts()``), so ``otelstream_streams_active`` and
+``otelstream_streams_stalled`` are right at any moment. In prometheus_client multiprocess mode a custom collector
+cannot see other processes, so the watchdog writes the counts into ``livesum`` gauges each tick instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from otelstream import _guard
+from otelstream.export.handle import StreamHandle
+
+logger = logging.getLogger("otelstream")
+
+LabelKey = tuple[str, str, str, str]
+Counts = dict[LabelKey, int]
+
+
+class LiveStreams:
+    def __init__(self, stall_threshold_s: float) -> None:
+        self._streams: dict[int, StreamHandle] = {}
+        self.stall_threshold_ns = int(stall_threshold_s * 1e9)
+        # Every label set ever active: reported as 0 once it empties, so the series does not vanish mid-graph.
+        self.seen: set[LabelKey] = set()
+
+    def add(self, handle: StreamHandle) -> None:
+        self._streams[id(handle)] = handle
+        if handle.labels not in self.seen:
+            self.seen.add(handle.labels)  # set.add is atomic too; at worst a key is added twice
+
+    def discard(self, handle: StreamHandle) -> None:
+        self._streams.pop(id(handle), None)
+
+    def clear(self) -> None:
+        self._streams = {}
+
+    def snapshot(self) -> list[StreamHandle]:
+        return list(self._streams.copy().values())
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    def counts(self) -> tuple[Counts, Counts]:
+        """(active, stalled) per label key, right now; every seen key is present (possibly 0)."""
+        active: Counts = dict.fromkeys(self.seen, 0)
+        stalled: Counts = dict.fromkeys(self.seen, 0)
+        for handle in self.snapshot():
+            tracker = handle.tracker_ref() if handle.tracker_ref is not None else None
+            if tracker is None or tracker.ended:
+                continue
+            key = handle.labels
+            active[key] = active.get(key, 0) + 1
+            if self.is_stalled(tracker):
+                stalled[key] = stalled.get(key, 0) + 1
+        return active, stalled
+
+    def is_stalled(self, tracker: Any) -> bool:
+        # Only a wait inside the SDK is a stall; a caller that is not pulling (t_pull == 0) is backpressure.
+        t_pull: int = tracker.t_pull
+        return bool(t_pull) and tracker.clock() - t_pull > self.stall_threshold_ns
+
+
+class Watchdog:
+    """One daemon thread: stall span events (once per stall), idle abandonment, multiprocess gauge refresh."""
+
+    def __init__(
+        self,
+        live: LiveStreams,
+        *,
+        interval_s: float,
+        abandon_after_s: float,
+        on_stall: Callable[[StreamHandle, int, int], None],
+        on_idle: Callable[[Any, StreamHandle], None],
+        on_orphan: Callable[[StreamHandle], None],
+        on_tick: Callable[[Counts, Counts], None] | None = None,
+    ) -> None:
+        self.live = live
+        self.interval_s = max(0.001, interval_s)
+        self.abandon_after_ns = int(abandon_after_s * 1e9)
+        self._on_stall = on_stall
+        self._on_idle = on_idle
+        self._on_orphan = on_orphan
+        self._on_tick = on_tick
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _after_fork(ref))
+
+    def ensure_started(self) -> None:
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            thread = threading.Thread(target=self._run, name="otelstream-watchdog", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # interpreter shutting down
+                return
+            self._thread = thread
+
+    def stop(self, timeout: float = 1.0) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        stop = self._stop
+        while not stop.wait(self.interval_s):
+            try:
+                self.tick()
+            except Exception as exc:  # the watchdog must outlive any bug in one tick
+                with contextlib.suppress(Exception):  # strict mode re-raises; already recorded
+                    _guard.report("export.watchdog", exc)
+
+    def tick(self) -> None:
+        """One pass over the open streams (also called directly by tests, with a driven clock)."""
+        live = self.live
+        for handle in live.snapshot():
+            tracker = handle.tracker_ref() if handle.tracker_ref is not None else None
+            if tracker is None:
+                # The tracker is gone and no report came (its finalizer did not run): close the span anyway.
+                live.discard(handle)
+                self._on_orphan(handle)
+                continue
+            if tracker.ended:
+                continue
+            now: int = tracker.clock()
+            t_pull: int = tracker.t_pull
+            if t_pull:
+                if now - t_pull > live.stall_threshold_ns and handle.stall_mark != t_pull:
+                    handle.stall_mark = t_pull  # once per stall: the next wait has a different t_pull
+                    self._on_stall(handle, t_pull, now)
+            elif self.abandon_after_ns and now - tracker.t_last_ns > self.abandon_after_ns:
+                self._on_idle(tracker, handle)
+        if self._on_tick is not None:
+            active, stalled = live.counts()
+            self._on_tick(active, stalled)
+
+
+def _after_fork(ref: weakref.ref[Watchdog]) -> None:
+    wd = ref()
+    if wd is None:
+        return
+    # The parent's open streams are the parent's; the child reports only its own.
+    wd.live.clear()
+    wd._thread = None
+    wd._lock = threading.Lock()
+    if not wd._stop.is_set():
+        wd._stop = threading.Event()
+
+
+__all__ = ["Counts", "LabelKey", "LiveStreams", "Watchdog"]
