@@ -1,0 +1,81 @@
+"""``otelstream dashboards DIR`` writes the shipped dashboards and rules."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import pytest
+from promsupport import DASHBOARDS
+
+from otelstream import dashboards
+
+
+def _run(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    dashboards.add_arguments(parser)
+    return dashboards.run(parser.parse_args(list(argv)))
+
+
+def _shipped() -> dict[str, bytes]:
+    return {
+        p.relative_to(DASHBOARDS).as_posix(): p.read_bytes()
+        for p in DASHBOARDS.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".yml", ".yaml")
+    }
+
+
+def test_writes_every_shipped_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "out"
+    assert _run(str(dest)) == 0
+    written = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    assert written == _shipped()
+    assert "grafana/otelstream-streams.json" in written
+    assert "prometheus/otelstream.rules.yml" in written
+    out = capsys.readouterr().out
+    assert str(dest / "prometheus" / "otelstream.rules.yml") in out
+
+
+def test_rerun_is_idempotent_and_does_not_clobber(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(str(tmp_path)) == 0
+    assert _run(str(tmp_path)) == 0
+    edited = tmp_path / "prometheus" / "otelstream.rules.yml"
+    edited.write_text("# my thresholds\n", encoding="utf-8")
+    assert _run(str(tmp_path)) == 1
+    assert edited.read_text(encoding="utf-8") == "# my thresholds\n"
+    assert "use --force" in capsys.readouterr().err
+    assert _run(str(tmp_path), "--force") == 0
+    assert edited.read_bytes() == (DASHBOARDS / "prometheus" / "otelstream.rules.yml").read_bytes()
+
+
+def test_default_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _run() == 0
+    assert (tmp_path / dashboards.DEFAULT_DIR / "grafana" / "otelstream-streams.json").is_file()
+
+
+def test_packaged_copy_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a wheel the files come from otelstream/_dashboards (hatch force-include), not the checkout."""
+    packaged = tmp_path / "_dashboards"
+    (packaged / "grafana").mkdir(parents=True)
+    (packaged / "grafana" / "x.json").write_text("{}", encoding="utf-8")
+    (packaged / "grafana" / "notes.txt").write_text("not shipped", encoding="utf-8")
+
+    class _Files:
+        def __truediv__(self, name: str) -> Path:
+            assert name == "_dashboards"
+            return packaged
+
+    monkeypatch.setattr(dashboards.resources, "files", lambda package: _Files())
+    assert dashboards.shipped_files() == [("grafana/x.json", b"{}")]
+
+
+def test_through_the_cli(tmp_path: Path) -> None:
+    missing = [m for m in ("otelstream.offline", "otelstream.demo.run") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the CLI imports every subcommand and {', '.join(missing)} is not there yet")
+    from otelstream import cli
+
+    assert cli.main(["dashboards", str(tmp_path)]) == 0
+    assert (tmp_path / "prometheus" / "otelstream.rules.yml").is_file()

@@ -1,0 +1,187 @@
+"""The shipped Grafana dashboards: Grafana's dashboard JSON model, the variables, and DESIGN §4 names only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from promsupport import (
+    LABELS,
+    SERIES,
+    TEMPLATE_VARIABLES,
+    dashboard_files,
+    iter_panels,
+    label_names,
+    load_dashboard,
+    panel_queries,
+    parse_label_values,
+    series_names,
+    variable_query,
+)
+
+from otelstream import names
+
+DASHBOARDS = dashboard_files()
+PROMETHEUS_DS = {"type": "prometheus", "uid": "${datasource}"}
+
+
+def test_there_is_a_dashboard() -> None:
+    assert DASHBOARDS, "no dashboards/grafana/*.json"
+
+
+def _subset_diff(ours: Any, theirs: Any, path: str = "$") -> list[str]:
+    """Where ``ours`` has something the model's re-serialisation lost or changed."""
+    if isinstance(ours, dict):
+        if not isinstance(theirs, dict):
+            return [f"{path}: object became {type(theirs).__name__}"]
+        out = []
+        for key, value in ours.items():
+            if key not in theirs:
+                out.append(f"{path}.{key}: not part of Grafana's dashboard model")
+            else:
+                out += _subset_diff(value, theirs[key], f"{path}.{key}")
+        return out
+    if isinstance(ours, list):
+        if not isinstance(theirs, list) or len(ours) != len(theirs):
+            return [f"{path}: list changed"]
+        return [
+            d for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) for d in _subset_diff(a, b, f"{path}[{i}]")
+        ]
+    return [] if ours == theirs else [f"{path}: {ours!r} became {theirs!r}"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_round_trips_through_grafana_foundation_sdk(path: Path) -> None:
+    """Load into grafana-foundation-sdk's generated models and re-serialise: nothing may be dropped or changed.
+
+    The SDK's ``from_json`` keeps only fields of Grafana's dashboard schema (and the registered panel and
+    Prometheus query schemas), so a misspelled or unknown key, a wrong nesting or a wrong type shows up here.
+    """
+    sdk = pytest.importorskip(
+        "grafana_foundation_sdk",
+        reason="grafana-foundation-sdk not installed (pip install 'grafana-foundation-sdk==1769699379!11.6.0')",
+    )
+    del sdk
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.cog.runtime import Runtime
+    from grafana_foundation_sdk.models import dashboard as model
+
+    register_default_plugins()
+    raw = load_dashboard(path)
+    parsed = model.Dashboard.from_json(raw)
+    again = json.loads(json.dumps(parsed, cls=JSONEncoder))
+    assert _subset_diff(raw, again) == []
+    known_panels = set(Runtime().panelcfg_variants)
+    for panel in iter_panels(raw):
+        if panel["type"] != "row":
+            assert panel["type"] in known_panels, panel["title"]
+    for variable in raw["templating"]["list"]:
+        model.VariableType(variable["type"])  # raises on a type Grafana does not have
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_dashboard_structure(path: Path) -> None:
+    dash = load_dashboard(path)
+    for key in ("uid", "title", "schemaVersion", "panels", "templating", "time"):
+        assert key in dash, key
+    assert isinstance(dash["schemaVersion"], int) and dash["schemaVersion"] >= 36
+    assert "id" not in dash or dash["id"] is None, "an exported id breaks import into another Grafana"
+    ids = [p["id"] for p in iter_panels(dash)]
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    for panel in iter_panels(dash):
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["title"]
+        assert grid["h"] > 0, panel["title"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_template_variables(path: Path) -> None:
+    variables = {v["name"]: v for v in load_dashboard(path)["templating"]["list"]}
+    datasource = variables["datasource"]
+    assert datasource["type"] == "datasource" and datasource["query"] == "prometheus"
+    for name in TEMPLATE_VARIABLES:
+        var = variables[name]
+        assert var["type"] == "query" and var["datasource"] == PROMETHEUS_DS, name
+        assert var["multi"] and var["includeAll"], name
+        # the All value must stay Grafana's regex of the values: a custom ".*" would hide a wrong label name
+        assert not var.get("allValue"), name
+        selector, label = parse_label_values(variable_query(var))
+        assert label in LABELS, (name, label)
+        assert series_names(selector) <= SERIES, (name, selector)
+    assert parse_label_values(variable_query(variables["provider"]))[1] == names.LABEL_PROVIDER
+    assert parse_label_values(variable_query(variables["model"]))[1] == names.LABEL_MODEL
+    assert parse_label_values(variable_query(variables["surface"]))[1] == names.LABEL_SURFACE
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_every_panel_has_a_description_and_uses_the_datasource_variable(path: Path) -> None:
+    for panel in iter_panels(load_dashboard(path)):
+        if panel["type"] == "row":
+            continue
+        title = panel["title"]
+        assert len(panel.get("description", "")) >= 80, f"{title}: describe what it shows and what to do"
+        assert "red" in panel["description"].lower(), f"{title}: say what to do when it turns red"
+        assert panel["datasource"] == PROMETHEUS_DS, title
+        assert panel["targets"], title
+        for target in panel["targets"]:
+            assert target["datasource"] == PROMETHEUS_DS, title
+
+
+QUERIES = panel_queries()
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.id)
+def test_panel_query_uses_only_design_names(query: Any) -> None:
+    used = series_names(query.expr)
+    assert used, f"{query.id}: names no otelstream series"
+    assert used <= SERIES, f"{query.id}: unknown series {sorted(used - SERIES)}"
+    labels = label_names(query.expr)
+    assert labels <= LABELS, f"{query.id}: unknown labels {sorted(labels - LABELS)}"
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.id)
+def test_panel_query_aggregates_across_processes(query: Any) -> None:
+    """Every query sums (so several processes and hosts combine) and rates counters over $__rate_interval."""
+    expr = query.expr
+    assert "sum" in expr, f"{query.id}: aggregate with sum by (...)"
+    grouped = label_names(expr)
+    if "by (instance)" not in expr:
+        assert "instance" not in grouped, query.id
+    if "rate(" in expr:
+        assert "[$__rate_interval]" in expr, query.id
+    for family in ("_bucket", "_total", "_sum", "_count"):
+        for name in series_names(expr):
+            if name.endswith(family):
+                assert "rate(" in expr or "increase(" in expr, f"{query.id}: {name} is cumulative"
+
+
+def test_dashboard_covers_every_design_series() -> None:
+    """Each DESIGN §4 series family appears in at least one panel."""
+    used = {n for q in QUERIES for n in series_names(q.expr)}
+    families = {n.removesuffix("_bucket").removesuffix("_sum").removesuffix("_count") for n in used}
+    expected = {
+        names.PROM_OPERATION_DURATION,
+        names.PROM_TOKEN_USAGE,
+        names.PROM_TIME_TO_FIRST_CHUNK,
+        names.PROM_TIME_PER_OUTPUT_CHUNK,
+        names.PROM_STREAMS + "_total",
+        names.PROM_TIME_TO_FIRST_EVENT,
+        names.PROM_MAX_WAIT,
+        names.PROM_SEQUENCE_ANOMALIES + "_total",
+        names.PROM_ANOMALIES + "_total",
+        names.PROM_STREAMS_ACTIVE,
+        names.PROM_STREAMS_STALLED,
+        names.PROM_REPORTS_DROPPED + "_total",
+    }
+    assert expected <= families, sorted(expected - families)
+
+
+def test_bad_outcome_share_lists_exactly_the_bad_outcomes() -> None:
+    bad = "|".join(names.BAD_OUTCOMES)
+    shares = [q for q in QUERIES if q.panel in ("Share of bad outcomes", "Bad-outcome share")]
+    assert len(shares) == 2
+    for query in shares:
+        assert f'outcome=~"{bad}"' in query.expr, query.id

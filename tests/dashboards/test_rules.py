@@ -1,0 +1,110 @@
+"""The shipped Prometheus rules: promtool accepts them, their unit tests pass, and they use DESIGN §4 names."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Any
+
+import pytest
+from promsupport import (
+    DASHBOARDS,
+    LABELS,
+    RULES_FILE,
+    SERIES,
+    alerting_rules,
+    label_names,
+    recorded_names,
+    recording_rules,
+    series_names,
+    tool,
+)
+
+from otelstream import names
+
+pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extra)")
+
+EXPECTED_ALERTS = {
+    "OtelstreamBadOutcomeRatioHigh",
+    "OtelstreamCutStreams",
+    "OtelstreamIncompleteRatioHigh",
+    "OtelstreamTimeToFirstDeltaSLO",
+    "OtelstreamStreamsStalled",
+    "OtelstreamSequenceAnomalies",
+    "OtelstreamReportsDropped",
+}
+RULE_TESTS = sorted((DASHBOARDS / "prometheus").glob("*.test.yml"))
+
+
+def _promtool() -> str:
+    path = tool("promtool")
+    if path is None:
+        pytest.skip("promtool not installed (Debian: apt-get install prometheus)")
+    return path
+
+
+@pytest.mark.prometheus
+def test_promtool_check_rules() -> None:
+    done = subprocess.run([_promtool(), "check", "rules", str(RULES_FILE)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
+def test_promtool_test_rules(test_file: Any) -> None:
+    done = subprocess.run(
+        [_promtool(), "test", "rules", test_file.name], cwd=test_file.parent, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rule_unit_tests_cover_every_alert_firing_and_silent() -> None:
+    import yaml
+
+    firing: set[str] = set()
+    silent: set[str] = set()
+    for test_file in RULE_TESTS:
+        for group in yaml.safe_load(test_file.read_text(encoding="utf-8"))["tests"]:
+            for case in group.get("alert_rule_test", []):
+                (firing if case.get("exp_alerts") else silent).add(case["alertname"])
+    assert firing >= EXPECTED_ALERTS, sorted(EXPECTED_ALERTS - firing)
+    assert silent >= EXPECTED_ALERTS, sorted(EXPECTED_ALERTS - silent)
+
+
+def test_alerts_have_for_severity_and_runbook() -> None:
+    alerts = alerting_rules()
+    assert {a["alert"] for a in alerts} == EXPECTED_ALERTS
+    for alert in alerts:
+        assert re.fullmatch(r"\d+[smh]", str(alert.get("for", ""))), alert["alert"]
+        assert alert["labels"]["severity"] in ("critical", "warning"), alert["alert"]
+        for key in ("summary", "description", "runbook"):
+            assert alert["annotations"].get(key), (alert["alert"], key)
+        assert "# threshold:" in alert["expr"], f"{alert['alert']}: mark the threshold for users to change"
+
+
+def test_rules_use_only_design_names() -> None:
+    recorded = {r["record"] for r in recording_rules()}
+    for rule in recording_rules() + alerting_rules():
+        expr = rule["expr"]
+        name = rule.get("record") or rule["alert"]
+        assert series_names(expr) <= SERIES, (name, sorted(series_names(expr) - SERIES))
+        assert recorded_names(expr) <= recorded, (name, sorted(recorded_names(expr) - recorded))
+        assert label_names(expr) <= LABELS, (name, sorted(label_names(expr) - LABELS))
+
+
+def test_latency_slo_sits_on_a_bucket_boundary() -> None:
+    """The TTFD SLO counts samples above an `le` boundary that exists in the histogram's buckets."""
+    boundaries = {f"{b:g}" for b in names.DURATION_BUCKETS} | {"+Inf"}
+    les = set()
+    for rule in recording_rules() + alerting_rules():
+        les |= set(re.findall(r'le="([^"]+)"', rule["expr"]))
+    assert les and les <= boundaries, sorted(les - boundaries)
+    slo = next(r for r in recording_rules() if r["record"] == "gen_ai:time_to_first_chunk:ratio_above_slo_rate5m")
+    assert names.PROM_TIME_TO_FIRST_CHUNK in slo["expr"] or "time_to_first_chunk_seconds_bucket" in slo["expr"]
+    assert "histogram_quantile" not in slo["expr"]
+
+
+def test_bad_outcome_rule_lists_exactly_the_bad_outcomes() -> None:
+    rule = next(r for r in recording_rules() if r["record"] == "otelstream:streams_bad:ratio_rate5m")
+    assert f'outcome=~"{"|".join(names.BAD_OUTCOMES)}"' in rule["expr"]
