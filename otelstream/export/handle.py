@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -13,8 +14,8 @@ from otelstream.core.report import StreamStart
 class StreamHandle:
     """Returned by ``stream_started`` and kept on the tracker by the adapter.
 
-    It must not hold the tracker strongly: the watchdog's registry holds handles, and a strong reference would keep
-    every dropped stream (and its SDK response) alive until the idle fallback fires.
+    It holds the tracker weakly where the tracker allows it: the watchdog's registry holds handles, and must not be
+    what keeps a dropped stream's state alive. It never references the SDK stream object.
     """
 
     __slots__ = (
@@ -47,9 +48,11 @@ class StreamHandle:
         self.span = span
         self.start = start
         try:
-            self.tracker_ref: weakref.ref[Any] | None = weakref.ref(tracker)
-        except TypeError:  # a tracker type without __weakref__: then the watchdog cannot follow it
-            self.tracker_ref = None
+            self.tracker_ref: Callable[[], Any] | None = weakref.ref(tracker)
+        except TypeError:
+            # A slotted tracker without __weakref__: hold it strongly. It references no SDK object, so the
+            # stream's own finalizer still runs and retires it; the idle fallback covers reference cycles.
+            self.tracker_ref = _Strong(tracker)
         # (provider, operation, model label, surface): resolved once at the send so the live gauges, the counters
         # and a drop all use the same label values even if the model cap fills up in between.
         self.labels = labels
@@ -65,6 +68,16 @@ class StreamHandle:
     def wall_ns(self, mono_ns: int) -> int:
         """Monotonic tracker time → wall-clock ns, via the anchor pair taken when the span started."""
         return self.wall_anchor_ns + (mono_ns - self.mono_anchor_ns)
+
+
+class _Strong:
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __call__(self) -> Any:
+        return self.obj
 
 
 class ConnectionHandle:

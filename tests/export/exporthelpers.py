@@ -1,0 +1,90 @@
+"""Helpers for the export tests: a driven clock, a fake tracker, report builders, a stream runner."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from otelstream import names
+from otelstream.core.report import StreamReport, StreamStart, Usage
+from otelstream.export import Pipeline
+
+T0 = 1_000_000_000_000  # an arbitrary monotonic origin (ns)
+
+
+class Clock:
+    """A driven monotonic clock in ns."""
+
+    def __init__(self, now: int = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += int(seconds * 1e9)
+
+
+class FakeTracker:
+    """The attributes the export side reads from a tracker (DESIGN §6), nothing more."""
+
+    def __init__(self, start: StreamStart, clock: Clock) -> None:
+        self.start = start
+        self.clock = clock
+        self.t_pull = 0
+        self.t_last_ns = clock()
+        self.ended = False
+        self.end_calls: list[str] = []
+
+    def end(self, how: str, error_type: str | None = None) -> StreamReport | None:
+        self.end_calls.append(how)
+        if self.ended:
+            return None
+        self.ended = True
+        return make_report(
+            self.start, outcome=names.ABANDONED, abandoned_reason=how, t_end_ns=self.clock(),
+            time_to_first_event_ns=None, time_to_first_delta_ns=None, usage=Usage(),
+        )  # fmt: skip
+
+
+def make_start(**kw: Any) -> StreamStart:
+    base: dict[str, Any] = dict(
+        surface=names.RESPONSES, provider=names.PROVIDER_OPENAI, request_model="gpt-test",
+        server_address="127.0.0.1", server_port=8080, api_type="responses", t_request_ns=T0,
+    )  # fmt: skip
+    base.update(kw)
+    return StreamStart(**base)
+
+
+def make_report(start: StreamStart | None = None, **kw: Any) -> StreamReport:
+    start = start or make_start()
+    base: dict[str, Any] = dict(
+        surface=start.surface, provider=start.provider, outcome=names.COMPLETED,
+        request_model=start.request_model, response_model="gpt-test-2025", response_id="resp_1",
+        request_id="req_1", server_address=start.server_address, server_port=start.server_port,
+        api_type=start.api_type, finish_reasons=("stop",), t_request_ns=start.t_request_ns,
+        t_end_ns=start.t_request_ns + 1_500_000_000, time_to_first_event_ns=100_000_000,
+        time_to_first_delta_ns=200_000_000, max_wait_ns=200_000_000, wait_ns=400_000_000,
+        consumer_ns=50_000_000, events=12, deltas=5, usage=Usage(10, 5, 2, 0, 1),
+        stream_id=start.stream_id, resumed=start.resumed,
+    )  # fmt: skip
+    base.update(kw)
+    return StreamReport(**base)
+
+
+def replace(report: StreamReport, **kw: Any) -> StreamReport:
+    return dataclasses.replace(report, **kw)
+
+
+def run_stream(
+    p: Pipeline, clock: Clock, report_kw: dict[str, Any] | None = None, **start_kw: Any
+) -> tuple[Any, FakeTracker, StreamReport]:
+    """Start a stream at the clock's now, advance 1.5 s, finish it with a report; returns (handle, tracker, report)."""
+    start = make_start(t_request_ns=clock(), **start_kw)
+    tracker = FakeTracker(start, clock)
+    handle = p.stream_started(start, tracker)
+    clock.advance(1.5)
+    tracker.ended = True
+    report = make_report(start, t_end_ns=clock(), **(report_kw or {}))
+    p.stream_finished(report, handle)
+    return handle, tracker, report

@@ -1,0 +1,98 @@
+"""The dispatcher: never blocks the submitter, drops and reports when full, flushes, drains, survives fork."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from otelstream.export.dispatcher import Dispatcher
+
+
+def test_items_handled_in_order_and_flush_waits() -> None:
+    seen: list[int] = []
+
+    def slow(item: Any) -> None:
+        time.sleep(0.01)
+        seen.append(item)
+
+    d = Dispatcher(slow, 100)
+    for i in range(20):
+        assert d.submit(i)
+    assert d.flush(5.0)
+    assert seen == list(range(20))  # flush returned only after everything submitted before it
+    d.shutdown()
+
+
+def test_full_queue_drops_without_blocking_and_flush_times_out() -> None:
+    release = threading.Event()
+    d = Dispatcher(lambda item: release.wait(), 2)
+    results = []
+    t0 = time.perf_counter()
+    for i in range(10):
+        results.append(d.submit(i))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.5  # a blocked sink never makes submit wait
+    assert results.count(False) >= 7  # one in the worker's hands, two queued, the rest dropped
+    assert not d.flush(0.05)
+    release.set()
+    assert d.flush(5.0)
+    d.shutdown()
+
+
+def test_shutdown_drains_then_rejects() -> None:
+    seen: list[int] = []
+    d = Dispatcher(seen.append, 100)
+    for i in range(5):
+        d.submit(i)
+    assert d.shutdown(5.0)
+    assert seen == [0, 1, 2, 3, 4]
+    assert not d.submit(99)
+
+
+def test_handler_error_is_recorded_and_worker_survives(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otelstream import _guard
+
+    seen: list[int] = []
+
+    def handler(item: int) -> None:
+        if item == 1:
+            raise RuntimeError("sink bug")
+        seen.append(item)
+
+    d = Dispatcher(handler, 10)
+    for i in range(3):
+        d.submit(i)
+    assert d.flush(5.0)
+    assert seen == [0, 2]
+    assert [w for w, _ in _guard.errors] == ["export.dispatch"]
+    _guard.errors.clear()
+    d.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_thread_restarts_in_forked_child() -> None:
+    seen: list[tuple[int, Any]] = []
+    d = Dispatcher(lambda item: seen.append((os.getpid(), item)), 10)
+    d.submit("parent")
+    assert d.flush(5.0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: the parent's worker thread does not exist here
+        try:
+            ok = d.submit("child") and d.flush(5.0)
+            os.write(w, b"ok" if ok and seen[-1] == (os.getpid(), "child") else b"no")
+        finally:
+            os._exit(0)
+    os.close(w)
+    answer = os.read(r, 10)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert answer == b"ok"
+    d.submit("parent-again")  # the parent's thread still runs
+    assert d.flush(5.0)
+    assert seen[-1][1] == "parent-again"
+    d.shutdown()
