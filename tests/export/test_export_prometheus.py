@@ -1,0 +1,238 @@
+"""Prometheus sink: exact series, buckets, chunk merge, exemplars, model cap, live gauges, drops, re-creation."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from exporthelpers import Clock, FakeTracker, make_report, make_start, run_stream
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from otelstream import names
+from otelstream.core.report import SequenceStats, Usage
+
+COMMON = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test"}
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
+    return registry.get_sample_value(name, {**COMMON, **labels})
+
+
+def chunk_report_fields(gaps_s: list[float]) -> dict[str, Any]:
+    """Local buckets as the tracker keeps them, for the given gaps between deltas."""
+    bounds = names.TIME_PER_CHUNK_BUCKETS
+    counts = [0] * (len(bounds) + 1)
+    sums = [0] * (len(bounds) + 1)
+    for g in gaps_s:
+        ns = round(g * 1e9)
+        i = next((k for k, b in enumerate(bounds) if ns <= round(b * 1e9)), len(bounds))
+        counts[i] += 1
+        sums[i] += ns
+    return {"chunk_counts": tuple(counts), "chunk_sums_ns": tuple(sums)}
+
+
+def test_completed_stream_series(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline()
+    run_stream(p, clock)
+    assert p.flush(5.0)
+    r = registry
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="completed") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_sum", error_type="") == 1.5
+    assert sample(r, "gen_ai_client_operation_duration_seconds_bucket", error_type="", le="1.28") == 0
+    assert sample(r, "gen_ai_client_operation_duration_seconds_bucket", error_type="", le="2.56") == 1
+    assert sample(r, "gen_ai_client_token_usage_sum", gen_ai_token_type="input") == 10
+    assert sample(r, "gen_ai_client_token_usage_sum", gen_ai_token_type="output") == 5
+    assert sample(r, "gen_ai_client_token_usage_bucket", gen_ai_token_type="output", le="16.0") == 1
+    assert sample(r, "gen_ai_client_token_usage_bucket", gen_ai_token_type="output", le="4.0") == 0
+    # TTFT of 0.2 s lands in le=0.32, not le=0.16 (the issue's acceptance check)
+    assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket", le="0.16") == 0
+    assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket", le="0.32") == 1
+    assert sample(r, "otelstream_stream_time_to_first_event_seconds_count", surface="responses") == 1
+    assert sample(r, "otelstream_stream_max_wait_seconds_sum", surface="responses") == 0.2
+    assert sample(r, "otelstream_streams_active", surface="responses") == 0
+    assert sample(r, "otelstream_streams_stalled", surface="responses") == 0
+
+
+def test_bad_outcome_error_type_label_and_no_ttft(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline()
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", "time_to_first_delta_ns": None})
+    run_stream(
+        p, clock,
+        {"outcome": names.HTTP_ERROR, "time_to_first_event_ns": None, "time_to_first_delta_ns": None,
+         "usage": Usage(), "events": 0},
+    )  # fmt: skip
+    assert p.flush(5.0)
+    r = registry
+    # error_type takes the bounded outcome, never the provider's code
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="error") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="http_error") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="server_error") is None
+    assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
+    assert sample(r, "otelstream_stream_max_wait_seconds_count", surface="responses") == 1  # not the http_error
+    assert sample(r, "gen_ai_client_token_usage_count", gen_ai_token_type="input") == 1
+
+
+def test_resumed_stream_stays_out_of_ttft(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline()
+    run_stream(p, clock, resumed=True)
+    assert p.flush(5.0)
+    assert sample(registry, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed") == 1
+
+
+def test_anomaly_counters(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline()
+    seq = SequenceStats(first=0, last=20, gaps=2, skipped=5, duplicates=1, bad_start=True)
+    counts = ((names.ANOM_TRAILING_DONE, 1), (names.ANOM_UNKNOWN_EVENT, 3), (names.ANOM_SEQUENCE_GAP, 2))
+    run_stream(p, clock, {"sequence": seq, "anomaly_counts": counts})
+    assert p.flush(5.0)
+    r = registry
+    seq_name = "otelstream_stream_sequence_anomalies_total"
+    assert sample(r, seq_name, surface="responses", kind="gap") == 2
+    assert sample(r, seq_name, surface="responses", kind="duplicate") == 1
+    assert sample(r, seq_name, surface="responses", kind="bad_start") == 1
+    assert sample(r, seq_name, surface="responses", kind="out_of_order") is None
+    an = "otelstream_stream_anomalies_total"
+    assert sample(r, an, surface="responses", kind="trailing_done") == 1
+    assert sample(r, an, surface="responses", kind="unknown_event") == 3
+    assert sample(r, an, surface="responses", kind="sequence_gap") is None  # has its own family
+
+
+def test_time_per_chunk_merge_is_exact(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    gaps = [0.0005, 0.001, 0.002, 0.0025, 0.03, 0.03, 0.05, 0.2, 0.32, 100.0]
+    p = make_pipeline()
+    run_stream(p, clock, chunk_report_fields(gaps))
+    assert p.flush(5.0)
+    name = "gen_ai_client_operation_time_per_output_chunk_seconds"
+    assert sample(registry, name + "_count") == len(gaps)
+    assert sample(registry, name + "_sum") == pytest.approx(sum(gaps))
+    expect = {"0.001": 2, "0.0025": 4, "0.005": 4, "0.02": 4, "0.04": 6, "0.08": 7, "0.16": 7, "0.32": 9,
+              "81.92": 9, "+Inf": 10}  # fmt: skip
+    for le, n in expect.items():
+        assert sample(registry, name + "_bucket", le=le) == n, le
+
+
+def test_exemplars_in_openmetrics_and_both_parsers(
+    make_pipeline: Any, clock: Clock, registry: CollectorRegistry
+) -> None:
+    p = make_pipeline()
+    handle, _, _ = run_stream(p, clock, chunk_report_fields([0.01, 0.02]))
+    assert p.flush(5.0)
+    ctx = handle.span.get_span_context()
+    om = generate_openmetrics(registry).decode()
+    exemplars = [
+        s.exemplar
+        for fam in parse_openmetrics(om)
+        for s in fam.samples
+        if s.exemplar is not None
+    ]
+    assert exemplars, "no exemplars in the OpenMetrics exposition"
+    for ex in exemplars:
+        assert ex.labels == {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+    fams = {f.name for f in parse_openmetrics(om)}
+    text = {f.name for f in parse_text(generate_latest(registry).decode())}
+    for fam in ("gen_ai_client_operation_duration_seconds", "otelstream_streams", "otelstream_streams_active"):
+        assert fam in fams and fam in text
+    by_name = {f.name: f for f in parse_openmetrics(om)}
+    assert any(
+        s.exemplar is not None for s in by_name["gen_ai_client_operation_time_per_output_chunk_seconds"].samples
+    )
+
+
+def test_no_exemplar_when_not_sampled(clock: Clock, registry: CollectorRegistry, make_pipeline: Any) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    p = make_pipeline(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))
+    run_stream(p, clock)
+    assert p.flush(5.0)
+    om = generate_openmetrics(registry).decode()
+    assert "trace_id" not in om
+
+
+def test_model_cap_allowlist_and_length(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline(model_label_cap=2, model_allowlist="pinned", model_label_max_length=8)
+    for model in ("m1", "m2", "m3", "m4", "pinned", "m1", "a-very-long-model-name"):
+        run_stream(p, clock, request_model=model)
+    run_stream(p, clock, request_model=None)
+    assert p.flush(5.0)
+    per_model: dict[str, float] = {}
+    for fam in registry.collect():
+        if fam.name == "otelstream_streams":
+            for s in fam.samples:
+                if s.name.endswith("_total"):
+                    m = s.labels[names.LABEL_MODEL]
+                    per_model[m] = per_model.get(m, 0) + s.value
+    assert per_model == {"m1": 2, "m2": 1, names.MODEL_OTHER: 3, "pinned": 1, names.MODEL_UNKNOWN: 1}
+
+
+def test_pipeline_twice_same_registry(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p1 = make_pipeline()
+    run_stream(p1, clock)
+    p1.shutdown()
+    p2 = make_pipeline()
+    run_stream(p2, clock)
+    assert p2.flush(5.0)
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed") == 2
+
+
+def test_collision_warns_instead_of_crashing(
+    make_pipeline: Any, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    taken = CollectorRegistry()
+    Counter(names.PROM_STREAMS, "someone else's", registry=taken)
+    with caplog.at_level(logging.WARNING, logger="otelstream"):
+        p = make_pipeline(registry=taken)
+    assert p.prometheus is None
+    assert any("Prometheus metrics disabled" in r.message for r in caplog.records)
+    run_stream(p, clock)  # spans still work
+    assert p.flush(5.0)
+    # nothing of ours was left half-registered
+    assert taken.get_sample_value("gen_ai_client_operation_duration_seconds_count") is None
+
+
+def test_live_gauges_right_at_any_moment(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    p = make_pipeline(stall_threshold_s=30)
+    starts = [make_start(t_request_ns=clock()) for _ in range(3)]
+    trackers = [FakeTracker(s, clock) for s in starts]
+    handles = [p.stream_started(s, t) for s, t in zip(starts, trackers, strict=True)]
+    active = ("otelstream_streams_active", {"surface": "responses"})
+    stalled = ("otelstream_streams_stalled", {"surface": "responses"})
+    assert sample(registry, active[0], **active[1]) == 3
+    assert sample(registry, stalled[0], **stalled[1]) == 0
+    trackers[0].t_pull = clock()  # waiting inside the SDK
+    trackers[1].t_pull = 0  # not pulling: backpressure, never a stall
+    clock.advance(31)
+    assert sample(registry, stalled[0], **stalled[1]) == 1
+    trackers[0].t_pull = 0  # the event arrived
+    assert sample(registry, stalled[0], **stalled[1]) == 0
+    trackers[2].ended = True
+    p.stream_finished(make_report(starts[2], t_end_ns=clock()), handles[2])
+    assert sample(registry, active[0], **active[1]) == 2  # before any flush: the gauge does not wait for export
+
+
+def test_full_queue_counts_dropped(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+    import threading
+
+    p = make_pipeline(queue_size=2)
+    release = threading.Event()
+    original = p.spans.finish
+
+    def blocked(report: Any, handle: Any) -> None:
+        release.wait(10)
+        original(report, handle)
+
+    p.spans.finish = blocked  # type: ignore[method-assign]
+    for _ in range(10):
+        run_stream(p, clock)
+    dropped = sample(registry, "otelstream_reports_dropped_total")
+    assert dropped is not None and dropped >= 7
+    release.set()
+    assert p.flush(5.0)
+    done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed")
+    assert done is not None and done + dropped == 10
