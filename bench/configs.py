@@ -1,0 +1,160 @@
+"""Benchmark configurations: the uninstrumented baseline, otelstream with every sink on, and the peers.
+
+Every configuration gets its own in-memory OTel exporters, and ``check()`` says what telemetry it really produced
+(a configuration that records nothing is flagged by the runner, never counted as fast).
+
+Anthropic's own tracing is on by default in anthropic 2.x whenever OpenTelemetry can give a tracer (even the no-op
+proxy one). So every configuration builds its Anthropic clients with ``open_telemetry=False`` except
+``anthropic-builtin``, which gives it the in-memory tracer provider: each number measures one instrumentation alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any
+
+PEERS = ("otel-genai", "openllmetry", "openinference", "anthropic-builtin")
+ALL = ("baseline", "otelstream", *PEERS)
+# which surfaces a configuration claims to cover (a claimed surface that records nothing is flagged)
+PACKAGES = {
+    "otel-genai": ("opentelemetry.instrumentation.genai.openai", "opentelemetry.instrumentation.genai.anthropic"),
+    "openllmetry": ("opentelemetry.instrumentation.openai", "opentelemetry.instrumentation.anthropic"),
+    "openinference": ("openinference.instrumentation.openai", "openinference.instrumentation.anthropic"),
+    "anthropic-builtin": (None, "anthropic"),
+}
+PIP_NAMES = {
+    "otel-genai": ("opentelemetry-instrumentation-genai-openai", "opentelemetry-instrumentation-genai-anthropic"),
+    "openllmetry": ("opentelemetry-instrumentation-openai", "opentelemetry-instrumentation-anthropic"),
+    "openinference": ("openinference-instrumentation-openai", "openinference-instrumentation-anthropic"),
+    "anthropic-builtin": ("-", "anthropic"),
+}
+
+
+def lib_of(surface: str) -> str:
+    return "anthropic" if surface == "messages" else "openai"
+
+
+def available(config: str, surface: str) -> bool:
+    """Whether the configuration applies to the surface and its package is importable in this interpreter."""
+    if config == "baseline":
+        return True
+    if config == "otelstream":
+        return importlib.util.find_spec("otelstream.instrument") is not None
+    mods = PACKAGES[config]
+    mod = mods[1] if lib_of(surface) == "anthropic" else mods[0]
+    if mod is None:
+        return False
+    try:
+        return importlib.util.find_spec(mod) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@dataclass
+class Setup:
+    config: str
+    anthropic_kwargs: dict[str, Any] = field(default_factory=dict)
+    spans: Any = None  # InMemorySpanExporter
+    reader: Any = None  # InMemoryMetricReader
+    registry: Any = None  # prometheus CollectorRegistry (otelstream)
+    tracer_provider: Any = None
+    meter_provider: Any = None
+
+    def flush(self) -> None:
+        if self.config == "otelstream":
+            import otelstream
+
+            otelstream.flush(timeout=30.0)
+
+    def finished_spans(self) -> list[Any]:
+        return list(self.spans.get_finished_spans()) if self.spans is not None else []
+
+    def check(self) -> dict[str, Any]:
+        """What telemetry this configuration produced: span count, span names, metric points."""
+        self.flush()
+        out: dict[str, Any] = {"spans": 0, "span_names": [], "metric_points": 0, "prom_samples": 0}
+        if self.spans is not None:
+            spans = self.finished_spans()
+            out["spans"] = len(spans)
+            out["span_names"] = sorted({s.name for s in spans})[:6]
+        if self.reader is not None:
+            data = self.reader.get_metrics_data()
+            n = 0
+            for rm in getattr(data, "resource_metrics", ()) or ():
+                for sm in rm.scope_metrics:
+                    for m in sm.metrics:
+                        n += len(m.data.data_points)
+            out["metric_points"] = n
+        if self.registry is not None:
+            n = 0
+            for fam in self.registry.collect():
+                if fam.name.startswith(("otelstream", "gen_ai")):
+                    n += sum(1 for s in fam.samples if s.value)
+            out["prom_samples"] = n
+        return out
+
+
+def _otel(global_too: bool) -> tuple[Any, Any, Any, Any]:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader])
+    if global_too:
+        from opentelemetry import metrics, trace
+
+        trace.set_tracer_provider(tp)
+        metrics.set_meter_provider(mp)
+    return exporter, tp, reader, mp
+
+
+def setup(config: str, surface: str, *, tracing: bool = True) -> Setup:
+    """Install one configuration in this (fresh) process. ``tracing=False`` (otelstream only): no tracer provider,
+    for the "memory per open stream, tracing off" figure."""
+    lib = lib_of(surface)
+    s = Setup(config, anthropic_kwargs={"open_telemetry": False})
+    if config == "baseline":
+        return s
+    if config == "otelstream":
+        import otelstream
+        from prometheus_client import CollectorRegistry
+
+        s.registry = CollectorRegistry()
+        if tracing:
+            s.spans, s.tracer_provider, s.reader, s.meter_provider = _otel(global_too=False)
+            otelstream.instrument(tracer_provider=s.tracer_provider, meter_provider=s.meter_provider,
+                                  registry=s.registry)  # fmt: skip
+        else:
+            otelstream.instrument(registry=s.registry)
+        return s
+    s.spans, s.tracer_provider, s.reader, s.meter_provider = _otel(global_too=True)
+    kw = {"tracer_provider": s.tracer_provider, "meter_provider": s.meter_provider, "skip_dep_check": True}
+    if config == "anthropic-builtin":
+        s.anthropic_kwargs = {"open_telemetry": {"tracer_provider": s.tracer_provider}}
+        return s
+    if config == "otel-genai":
+        if lib == "openai":
+            from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor as I
+        else:
+            from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as I
+    elif config == "openllmetry":
+        if lib == "openai":
+            from opentelemetry.instrumentation.openai import OpenAIInstrumentor as I
+        else:
+            from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as I
+    elif config == "openinference":
+        if lib == "openai":
+            from openinference.instrumentation.openai import OpenAIInstrumentor as I
+        else:
+            from openinference.instrumentation.anthropic import AnthropicInstrumentor as I
+    else:
+        raise SystemExit(f"unknown configuration {config!r}")
+    I().instrument(**kw)
+    return s

@@ -1,0 +1,341 @@
+"""One benchmark configuration in one fresh process. Prints one JSON object on its last stdout line.
+
+    python bench/worker.py time     CONFIG SURFACE MODE [--streams N --deltas D --warmup W]
+    python bench/worker.py cg       CONFIG SURFACE MODE [...]   # run under valgrind: brackets the measured phase
+    python bench/worker.py memory   CONFIG SURFACE [--open N --total N --tracing on|off]
+    python bench/worker.py ttfd     CONFIG SURFACE [--pause S]
+
+The runner (``bench/run.py``) starts these; they can be run by hand the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: otelstream, bench
+
+from bench import canned, configs  # noqa: E402
+
+PROMPT = [{"role": "user", "content": "Say something"}]
+
+
+# --- clients over httpx2.MockTransport --------------------------------------------------------------------
+def make_client(surface: str, mode: str, setup: configs.Setup, frames_fn, **http_kwargs):
+    """A real SDK client whose transport replays the canned body (``frames_fn(request)`` -> list of frames)."""
+    import httpx2
+
+    if mode == "sync":
+
+        def handler(request):
+            return httpx2.Response(200, headers={"content-type": "text/event-stream", "x-request-id": "req_bench"},
+                                   content=iter(frames_fn(request)))  # fmt: skip
+
+        http = httpx2.Client(transport=httpx2.MockTransport(handler), **http_kwargs)
+    else:
+
+        def ahandler(request):
+            frames = frames_fn(request)
+
+            async def body():
+                for f in frames:
+                    yield f
+
+            return httpx2.Response(200, headers={"content-type": "text/event-stream", "x-request-id": "req_bench"},
+                                   content=body())  # fmt: skip
+
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(ahandler), **http_kwargs)
+    return _sdk_client(surface, mode, setup, base="http://bench.invalid", http_client=http)
+
+
+def _sdk_client(surface: str, mode: str, setup: configs.Setup, base: str, **kw):
+    if configs.lib_of(surface) == "anthropic":
+        import anthropic
+
+        cls = anthropic.Anthropic if mode == "sync" else anthropic.AsyncAnthropic
+        return cls(api_key="sk-ant-bench", base_url=base, max_retries=0, **setup.anthropic_kwargs, **kw)
+    import openai
+
+    cls = openai.OpenAI if mode == "sync" else openai.AsyncOpenAI
+    return cls(api_key="sk-bench", base_url=base + "/v1", max_retries=0, **kw)
+
+
+def open_stream(client, surface: str, extra_headers: dict | None = None):
+    """The create(stream=True) call (a coroutine for async clients)."""
+    eh = extra_headers or {}
+    if surface == "responses":
+        return client.responses.create(model=canned.MODEL_OA, input="Say something", stream=True, extra_headers=eh)
+    if surface == "chat":
+        return client.chat.completions.create(model=canned.MODEL_OA, messages=PROMPT, stream=True,
+                                              stream_options={"include_usage": True}, extra_headers=eh)  # fmt: skip
+    if surface == "completions":
+        return client.completions.create(model="gpt-3.5-turbo-instruct", prompt="Say something", stream=True,
+                                         stream_options={"include_usage": True}, extra_headers=eh)  # fmt: skip
+    return client.messages.create(model=canned.MODEL_AN, max_tokens=1024, messages=PROMPT, stream=True,
+                                  extra_headers=eh)  # fmt: skip
+
+
+def run_sync(client, surface: str) -> int:
+    n = 0
+    for _ in open_stream(client, surface):
+        n += 1
+    return n
+
+
+async def run_async(client, surface: str) -> int:
+    n = 0
+    stream = await open_stream(client, surface)
+    async for _ in stream:
+        n += 1
+    return n
+
+
+# --- time: wall-clock per event --------------------------------------------------------------------------
+def cmd_time(a) -> dict:
+    setup = configs.setup(a.config, a.surface)
+    body = canned.frames(a.surface, a.deltas)
+    client = make_client(a.surface, a.mode, setup, lambda _r: body)
+    per_event: list[float] = []
+    events = 0
+    if a.mode == "sync":
+        for _ in range(a.warmup):
+            run_sync(client, a.surface)
+        gc.collect()
+        for _ in range(a.streams):
+            t0 = time.perf_counter_ns()
+            events = run_sync(client, a.surface)
+            per_event.append((time.perf_counter_ns() - t0) / events)
+    else:
+
+        async def main() -> int:
+            for _ in range(a.warmup):
+                await run_async(client, a.surface)
+            gc.collect()
+            n = 0
+            for _ in range(a.streams):
+                t0 = time.perf_counter_ns()
+                n = await run_async(client, a.surface)
+                per_event.append((time.perf_counter_ns() - t0) / n)
+            return n
+
+        events = asyncio.run(main())
+    tele = setup.check()
+    return {"per_event_ns": statistics.median(per_event), "min_ns": min(per_event), "events": events,
+            "streams": a.streams + a.warmup, "telemetry": tele}  # fmt: skip
+
+
+# --- cg: instructions under callgrind ---------------------------------------------------------------------
+def cmd_cg(a) -> dict:
+    """Under ``valgrind --tool=callgrind --dump-before=getppid``: each ``os.getppid()`` closes one dump, so dump 2 is
+    exactly the measured phase, every thread included (the export thread's work is inside because we flush)."""
+    setup = configs.setup(a.config, a.surface)
+    body = canned.frames(a.surface, a.deltas)
+    client = make_client(a.surface, a.mode, setup, lambda _r: body)
+    events = 0
+    if a.mode == "sync":
+        for _ in range(a.warmup):
+            run_sync(client, a.surface)
+        setup.flush()
+        gc.collect()
+        os.getppid()  # dump boundary: start of the measured phase
+        for _ in range(a.streams):
+            events += run_sync(client, a.surface)
+        setup.flush()
+        os.getppid()  # dump boundary: end of the measured phase
+    else:
+
+        async def main() -> int:
+            for _ in range(a.warmup):
+                await run_async(client, a.surface)
+            setup.flush()
+            gc.collect()
+            os.getppid()
+            n = 0
+            for _ in range(a.streams):
+                n += await run_async(client, a.surface)
+            setup.flush()
+            os.getppid()
+            return n
+
+        events = asyncio.run(main())
+    return {"events": events, "telemetry": setup.check()}
+
+
+# --- memory: tracemalloc per open stream and retained after the end ----------------------------------------
+def cmd_memory(a) -> dict:
+    import tracemalloc
+
+    setup = configs.setup(a.config, a.surface, tracing=a.tracing == "on")
+    body = canned.frames(a.surface, 4)
+    client = make_client(a.surface, "sync", setup, lambda _r: body)
+    for _ in range(20):  # warm every lazy cache: SDK parse paths, label sets, instruments
+        run_sync(client, a.surface)
+    setup.flush()
+    gc.collect()
+    tracemalloc.start()
+    # 1) memory per open stream: open N streams, pull their first event, hold them open
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    held = []
+    for _ in range(a.open):
+        s = open_stream(client, a.surface)
+        next(iter(s))
+        held.append(s)
+    gc.collect()
+    open_bytes = tracemalloc.get_traced_memory()[0] - before
+    for s in held:
+        for _ in s:
+            pass
+    held.clear()
+    setup.flush()
+    gc.collect()
+    # 2) retained after TOTAL streams ran to the end
+    if setup.spans is not None:
+        setup.spans.clear()  # the in-memory exporter keeps spans by design: not otelstream's memory
+    gc.collect()
+    base2 = tracemalloc.get_traced_memory()[0]
+    for _ in range(a.total):
+        run_sync(client, a.surface)
+    setup.flush()
+    if setup.spans is not None:
+        setup.spans.clear()
+    gc.collect()
+    retained = tracemalloc.get_traced_memory()[0] - base2
+    tracemalloc.stop()
+    return {"open_streams": a.open, "open_bytes_per_stream": open_bytes / a.open, "total_streams": a.total,
+            "retained_bytes": retained, "telemetry": setup.check()}  # fmt: skip
+
+
+# --- ttfd: scripted pause before the first delta --------------------------------------------------------------
+_FIRST_DELTA_INDEX = {"responses": 4, "chat": 1, "completions": 0, "messages": 3}
+
+
+def _is_delta(surface: str, ev) -> bool:
+    d = ev.__dict__
+    if surface == "responses":
+        return d.get("type") == "response.output_text.delta"
+    if surface == "chat":
+        ch = d.get("choices") or []
+        return bool(ch and ch[0].delta.content)
+    if surface == "completions":
+        ch = d.get("choices") or []
+        return bool(ch and ch[0].text)
+    return d.get("type") == "content_block_delta"
+
+
+def cmd_ttfd(a) -> dict:
+    """One stream whose first frame arrives at once, then a pause of ``--pause`` s before the first delta.
+    Truth = the caller's clock from just before ``create()`` to the first delta it receives."""
+    setup = configs.setup(a.config, a.surface)
+    frames = canned.frames(a.surface, 5)
+    idx = _FIRST_DELTA_INDEX[a.surface]
+    pause = {"on": False}
+
+    def body(_r):
+        def gen():
+            for i, f in enumerate(frames):
+                if i == idx and pause["on"]:
+                    time.sleep(a.pause)
+                yield f
+
+        return gen()
+
+    import httpx2
+
+    def handler(request):
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body(request))
+
+    client = _sdk_client(a.surface, "sync", setup, base="http://bench.invalid",
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))  # fmt: skip
+    run_sync(client, a.surface)  # warm-up, no pause
+    setup.flush()
+    if setup.spans is not None:
+        setup.spans.clear()
+    if setup.reader is not None:
+        setup.reader.get_metrics_data()  # (cumulative; we read the new sum below by difference)
+    before = _ttft_metric(setup)
+    pause["on"] = True
+    t0 = time.perf_counter()
+    truth = None
+    for ev in open_stream(client, a.surface):
+        if truth is None and _is_delta(a.surface, ev):
+            truth = time.perf_counter() - t0
+    setup.flush()
+    measured, source = _measured_ttfd(a.config, setup, before)
+    return {"truth_s": truth, "measured_s": measured, "source": source, "pause_s": a.pause,
+            "telemetry": setup.check()}  # fmt: skip
+
+
+_TTFT_METRICS = ("gen_ai.client.operation.time_to_first_chunk", "gen_ai.server.time_to_first_token",
+                 "otelstream.stream.time_to_first_delta")  # fmt: skip
+
+
+def _ttft_metric(setup) -> dict:
+    out: dict = {}
+    if setup.reader is None:
+        return out
+    data = setup.reader.get_metrics_data()
+    for rm in getattr(data, "resource_metrics", ()) or ():
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                if m.name in _TTFT_METRICS or "first" in m.name:
+                    for p in m.data.data_points:
+                        c = out.setdefault(m.name, [0.0, 0])
+                        c[0] += getattr(p, "sum", 0.0)
+                        c[1] += getattr(p, "count", 0)
+    return out
+
+
+def _measured_ttfd(config: str, setup, before: dict):
+    """What the instrumentation says: span attribute, else span event offset, else metric (new sum / new count)."""
+    spans = setup.finished_spans()
+    # the stream's own span is the root-most with a TTFT-ish attribute; anthropic/openai HTTP spans have none
+    for key in ("otelstream.time_to_first_delta", "gen_ai.response.time_to_first_chunk"):
+        for s in spans:
+            v = (s.attributes or {}).get(key)
+            if v is not None:
+                return float(v), f"span attribute {key}"
+    for s in spans:
+        for e in s.events or ():
+            if "first" in e.name.lower():
+                return (e.timestamp - s.start_time) / 1e9, f"span event {e.name!r} - span start"
+    after = _ttft_metric(setup)
+    for name in _TTFT_METRICS + tuple(after):
+        if name in after:
+            s1, c1 = after[name]
+            s0, c0 = before.get(name, [0.0, 0])
+            if c1 > c0:
+                v = (s1 - s0) / (c1 - c0)
+                return (v / 1000.0 if v > 50 else v), f"metric {name}"
+    return None, "none"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("cmd", choices=("time", "cg", "memory", "ttfd"))
+    p.add_argument("config", choices=configs.ALL)
+    p.add_argument("surface", choices=canned.SURFACES)
+    p.add_argument("mode", nargs="?", default="sync", choices=("sync", "async"))
+    p.add_argument("--streams", type=int, default=40)
+    p.add_argument("--deltas", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--open", type=int, default=1000)
+    p.add_argument("--total", type=int, default=10_000)
+    p.add_argument("--tracing", default="on", choices=("on", "off"))
+    p.add_argument("--pause", type=float, default=0.5)
+    a = p.parse_args()
+    os.environ.setdefault("OTELSTREAM_WATCHDOG_INTERVAL_S", "1")
+    out = {"cmd": a.cmd, "config": a.config, "surface": a.surface, "mode": a.mode}
+    out.update({"time": cmd_time, "cg": cmd_cg, "memory": cmd_memory, "ttfd": cmd_ttfd}[a.cmd](a))
+    sys.stdout.flush()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
