@@ -212,8 +212,11 @@ def _default_registry() -> CollectorRegistry:
 def _reader_exports_into(meter_provider: MeterProvider | None, registry: CollectorRegistry) -> bool:
     """Does ``meter_provider`` have an OTel PrometheusMetricReader writing into ``registry``?"""
     provider: Any = meter_provider if meter_provider is not None else _global_meter_provider()
-    config = getattr(provider, "_sdk_config", None)  # SDK internals: absent on other providers → no collision
-    for reader in getattr(config, "metric_readers", ()) or ():
+    # SDK internals (they moved between SDK versions): absent on other providers → no collision detected.
+    readers = getattr(provider, "_metric_readers", None)
+    if readers is None:
+        readers = getattr(getattr(provider, "_sdk_config", None), "metric_readers", ())
+    for reader in readers or ():
         if type(reader).__name__ == "PrometheusMetricReader" and getattr(reader, "_registry", None) is registry:
             return True
     return False

@@ -1,0 +1,123 @@
+"""OTel metrics sink: parity with the native Prometheus series through PrometheusMetricReader; collision warning."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from exporthelpers import Clock, FakeTracker, make_report, make_start, run_stream
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client import CollectorRegistry
+
+from otelstream import names
+from otelstream.core.report import SequenceStats, Usage
+
+Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def series(registry: CollectorRegistry) -> Series:
+    """Every sample; labels with an empty value dropped (Prometheus: empty label == absent); no _created."""
+    out: Series = {}
+    for fam in registry.collect():
+        for s in fam.samples:
+            if s.name.endswith("_created") or s.name == "target_info":
+                continue
+            # `le` spelled differently by the two writers (1.048576e+06 vs 1048576.0): Prometheus reads a float.
+            labels = frozenset((k, repr(float(v)) if k == "le" else v) for k, v in s.labels.items() if v != "")
+            out[(s.name, labels)] = s.value
+    return out
+
+
+def feed(p: Any, clock: Clock) -> None:
+    bounds = names.TIME_PER_CHUNK_BUCKETS
+    counts = [0] * (len(bounds) + 1)
+    sums = [0] * (len(bounds) + 1)
+    counts[1], sums[1] = 3, 6_000_000  # three gaps of 2 ms
+    counts[8], sums[8] = 2, 500_000_000  # two gaps in (0.16, 0.32]
+    run_stream(p, clock, {"chunk_counts": tuple(counts), "chunk_sums_ns": tuple(sums)})
+    run_stream(p, clock, {"outcome": names.CUT, "sequence": SequenceStats(gaps=1, skipped=2),
+                          "anomaly_counts": ((names.ANOM_MISSING_DONE, 1),)})  # fmt: skip
+    run_stream(p, clock, {"outcome": names.HTTP_ERROR, "time_to_first_event_ns": None,
+                          "time_to_first_delta_ns": None, "usage": Usage(), "events": 0},
+               provider=names.PROVIDER_ANTHROPIC, surface=names.MESSAGES, request_model="claude-x")  # fmt: skip
+    # one stream still open: the live gauges must agree too
+    start = make_start(t_request_ns=clock())
+    tracker = FakeTracker(start, clock)
+    tracker.t_pull = clock()
+    clock.advance(60)
+    p.stream_started(start, tracker)
+    p._parity_keepalive = tracker  # keep it open (and referenced) during the comparison
+    assert p.flush(5.0)
+
+
+def test_parity_with_prometheus_metric_reader(make_pipeline: Any, clock: Clock) -> None:
+    native_reg = CollectorRegistry()
+    native = make_pipeline(registry=native_reg)
+    feed(native, clock)
+
+    otel_reg = CollectorRegistry()
+    reader = PrometheusMetricReader(disable_target_info=True, scope_info_enabled=False, registry=otel_reg)
+    mp = MeterProvider(metric_readers=[reader])
+    otel = make_pipeline(registry=CollectorRegistry(), meter_provider=mp, prometheus_metrics=False)
+    assert otel.prometheus is None and otel.otel is not None
+    feed(otel, clock)
+
+    a, b = series(native_reg), series(otel_reg)
+    assert set(a) == set(b), (sorted(set(a) - set(b))[:5], sorted(set(b) - set(a))[:5])
+    for key, value in a.items():
+        assert b[key] == pytest.approx(value), key
+    names_seen = {name for name, _ in a}
+    for expected in ("otelstream_streams_total", "gen_ai_client_token_usage_bucket",
+                     "gen_ai_client_operation_duration_seconds_count", "otelstream_streams_active",
+                     "otelstream_streams_stalled", "otelstream_stream_sequence_anomalies_total",
+                     "gen_ai_client_operation_time_per_output_chunk_seconds_bucket"):  # fmt: skip
+        assert expected in names_seen
+    mp.shutdown()
+
+
+def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: Clock) -> None:
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader])
+    p = make_pipeline(meter_provider=mp, prometheus_metrics=False)
+    run_stream(p, clock, {"outcome": names.FAILED})
+    assert p.flush(5.0)
+    data = reader.get_metrics_data()
+    assert data is not None
+    metrics = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    dur = metrics[names.OTEL_OPERATION_DURATION]
+    assert dur.unit == "s"
+    (pt,) = dur.data.data_points  # type: ignore[union-attr]
+    assert dict(pt.attributes or {}) == {
+        "gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test",
+        "error.type": "failed",
+    }  # fmt: skip
+    assert tuple(pt.explicit_bounds) == names.DURATION_BUCKETS  # type: ignore[attr-defined]
+    tok = metrics[names.OTEL_TOKEN_USAGE]
+    assert tok.unit == "{token}"
+    assert {dict(q.attributes or {})["gen_ai.token.type"] for q in tok.data.data_points} == {"input", "output"}  # type: ignore[union-attr]
+    streams = metrics[names.OTEL_STREAMS]
+    (sp,) = streams.data.data_points  # type: ignore[union-attr]
+    assert (dict(sp.attributes or {})["outcome"], sp.value) == ("failed", 1)  # type: ignore[union-attr]
+    mp.shutdown()
+
+
+def test_collision_with_reader_on_same_registry_warns(
+    make_pipeline: Any, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    shared = CollectorRegistry()
+    reader = PrometheusMetricReader(disable_target_info=True, registry=shared)
+    mp = MeterProvider(metric_readers=[reader])
+    with caplog.at_level(logging.WARNING, logger="otelstream"):
+        p = make_pipeline(registry=shared, meter_provider=mp)
+    assert p.prometheus is None and p.otel is not None
+    assert any("same registry" in r.message for r in caplog.records)
+    run_stream(p, clock)
+    assert p.flush(5.0)
+    from prometheus_client import generate_latest
+
+    text = generate_latest(shared).decode()
+    assert text.count("# TYPE otelstream_streams_total counter") == 1
+    mp.shutdown()
