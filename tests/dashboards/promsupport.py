@@ -178,21 +178,23 @@ def free_port() -> int:
 
 
 class Prometheus:
-    """``prometheus`` on 127.0.0.1 with a temporary config and storage, scraping ``targets`` every second."""
+    """``prometheus`` on 127.0.0.1 with a temporary config and storage, scraping each job's targets every second."""
 
-    def __init__(self, workdir: Path, targets: list[str], rule_files: list[Path]) -> None:
+    def __init__(self, workdir: Path, jobs: dict[str, list[str]], rule_files: list[Path]) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "prometheus.log"
         rules = "\n".join(f"  - {json.dumps(str(p))}" for p in rule_files)
-        targets_json = json.dumps(targets)
+        scrape = "".join(
+            f"  - job_name: {job}\n    static_configs:\n      - targets: {json.dumps(targets)}\n"
+            for job, targets in jobs.items()
+        )
         config = workdir / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             f"rule_files:\n{rules}\n"
-            "scrape_configs:\n"
-            f"  - job_name: otelstream\n    static_configs:\n      - targets: {targets_json}\n",
+            f"scrape_configs:\n{scrape}",
             encoding="utf-8",
         )
         binary = tool("prometheus")
