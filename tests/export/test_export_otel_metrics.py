@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import pytest
-from exporthelpers import Clock, FakeTracker, make_report, make_start, run_stream
+from exporthelpers import Clock, FakeTracker, make_start, run_stream
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader

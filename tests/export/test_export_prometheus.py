@@ -58,7 +58,9 @@ def test_completed_stream_series(make_pipeline: Any, clock: Clock, registry: Col
     assert sample(r, "otelstream_streams_stalled", surface="responses") == 0
 
 
-def test_bad_outcome_error_type_label_and_no_ttft(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
+def test_bad_outcome_error_type_label_and_no_ttft(
+    make_pipeline: Any, clock: Clock, registry: CollectorRegistry
+) -> None:
     p = make_pipeline()
     run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", "time_to_first_delta_ns": None})
     run_stream(
@@ -125,12 +127,7 @@ def test_exemplars_in_openmetrics_and_both_parsers(
     assert p.flush(5.0)
     ctx = handle.span.get_span_context()
     om = generate_openmetrics(registry).decode()
-    exemplars = [
-        s.exemplar
-        for fam in parse_openmetrics(om)
-        for s in fam.samples
-        if s.exemplar is not None
-    ]
+    exemplars = [s.exemplar for fam in parse_openmetrics(om) for s in fam.samples if s.exemplar is not None]
     assert exemplars, "no exemplars in the OpenMetrics exposition"
     for ex in exemplars:
         assert ex.labels == {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
@@ -139,9 +136,7 @@ def test_exemplars_in_openmetrics_and_both_parsers(
     for fam in ("gen_ai_client_operation_duration_seconds", "otelstream_streams", "otelstream_streams_active"):
         assert fam in fams and fam in text
     by_name = {f.name: f for f in parse_openmetrics(om)}
-    assert any(
-        s.exemplar is not None for s in by_name["gen_ai_client_operation_time_per_output_chunk_seconds"].samples
-    )
+    assert any(s.exemplar is not None for s in by_name["gen_ai_client_operation_time_per_output_chunk_seconds"].samples)
 
 
 def test_no_exemplar_when_not_sampled(clock: Clock, registry: CollectorRegistry, make_pipeline: Any) -> None:

@@ -24,7 +24,7 @@ def spans(exporter: InMemorySpanExporter, name: str | None = None) -> list[Reada
 
 def test_completed_stream_client_span(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
     p = make_pipeline()
-    handle, _, report = run_stream(p, clock)
+    _handle, _, _report = run_stream(p, clock)
     assert p.flush(5.0)
     (span,) = spans(span_exporter)
     assert span.name == "chat gpt-test"
@@ -186,7 +186,7 @@ def test_parent_is_callers_current_span(
     p = make_pipeline()
     app = tracer_provider.get_tracer("app")
     with app.start_as_current_span("handler") as outer:
-        handle, _, _ = run_stream(p, clock)
+        _handle, _, _ = run_stream(p, clock)
     assert p.flush(5.0)
     (span,) = spans(span_exporter, "chat gpt-test")
     assert span.kind is SpanKind.CLIENT  # an app's INTERNAL span is a parent, not a GenAI peer
@@ -212,7 +212,7 @@ def test_internal_child_under_genai_peer_span(
     p = make_pipeline()
     sdk = tracer_provider.get_tracer(scope)
     with sdk.start_as_current_span("anthropic.messages.create", kind=SpanKind.CLIENT, attributes=attrs) as sdk_span:
-        handle, _, _ = run_stream(p, clock, provider=names.PROVIDER_ANTHROPIC, surface=names.MESSAGES)
+        _handle, _, _ = run_stream(p, clock, provider=names.PROVIDER_ANTHROPIC, surface=names.MESSAGES)
     assert p.flush(5.0)
     (span,) = spans(span_exporter, names.SPAN_STREAM_INTERNAL)
     assert span.kind is SpanKind.INTERNAL

@@ -1,0 +1,84 @@
+"""prometheus_client multiprocess mode: 4 worker processes stream, one scrape of the aggregate shows the sum."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from exporthelpers import Clock, FakeTracker, make_start, run_stream
+    from prometheus_client import CollectorRegistry
+    from otelstream import config
+    from otelstream.export import build_pipeline
+    from otelstream.export.prometheus import multiprocess_mode
+
+    assert multiprocess_mode()
+    p = build_pipeline(config.load({"watchdog_interval_s": 3600}, environ={}), registry=CollectorRegistry())
+    clock = Clock()
+    for _ in range(5):
+        run_stream(p, clock)
+    start = make_start(t_request_ns=clock())
+    tracker = FakeTracker(start, clock)  # one stream left open: the livesum gauge counts it
+    p.stream_started(start, tracker)
+    p.watchdog.tick()  # multiprocess mode: the tick writes the live gauges into the process's file
+    assert p.flush(10)
+    print("ok")
+    """
+)
+
+SERVER = textwrap.dedent(
+    """
+    import sys, urllib.request
+    from otelstream.export import start_metrics_server
+    port = int(sys.argv[1])
+    server = start_metrics_server(port, "127.0.0.1")
+    assert server is not None
+    assert start_metrics_server(port, "127.0.0.1") is None  # a second "worker": port taken, logged, no crash
+    print(urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode())
+    """
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_four_workers_one_aggregated_scrape(tmp_path: Path) -> None:
+    mp_dir = tmp_path / "prom"
+    mp_dir.mkdir()
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(mp_dir))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
+    here = str(Path(__file__).parent)
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, here], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    for w in workers:
+        out, err = w.communicate(timeout=60)
+        assert w.returncode == 0, err.decode()
+        assert out.decode().strip() == "ok"
+    scrape = subprocess.run(
+        [sys.executable, "-c", SERVER, str(free_port())], env=env, capture_output=True, timeout=60, check=False
+    )
+    assert scrape.returncode == 0, scrape.stderr.decode()
+    samples = {
+        (s.name, s.labels.get("surface"), s.labels.get("outcome"), s.labels.get("le")): s.value
+        for fam in text_string_to_metric_families(scrape.stdout.decode())
+        for s in fam.samples
+    }
+    assert samples[("otelstream_streams_total", "responses", "completed", None)] == 20
+    assert samples[("gen_ai_client_operation_duration_seconds_count", None, None, None)] == 20
+    assert samples[("gen_ai_client_operation_time_to_first_chunk_seconds_bucket", None, None, "0.32")] == 20
+    assert samples[("otelstream_streams_active", "responses", None, None)] == 4
+    assert "trace_id" not in scrape.stdout.decode()  # no exemplars in multiprocess mode
