@@ -29,6 +29,7 @@ import json
 import random
 import select
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -112,6 +113,12 @@ class _HTTPServer(ThreadingMixIn, HTTPServer):
     def __init__(self, addr: tuple[str, int], provider: FakeProvider) -> None:
         self.provider = provider
         super().__init__(addr, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client resetting an idle keep-alive connection is routine, not worth a traceback on stderr
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeProvider:

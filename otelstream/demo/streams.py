@@ -197,6 +197,14 @@ def _responses_usage(spec: StreamSpec, output_tokens: int) -> dict[str, Any]:
 
 
 def _responses_events(spec: StreamSpec, websocket: bool) -> list[Event]:
+    events = _responses_events_inner(spec, websocket)
+    if websocket and spec.stream_id is not None:  # every event of a lane's response echoes its stream_id
+        events = [replace(e, data={**e.data, "stream_id": spec.stream_id}) if isinstance(e.data, dict) else e
+                  for e in events]  # fmt: skip
+    return events
+
+
+def _responses_events_inner(spec: StreamSpec, websocket: bool) -> list[Event]:
     fault = spec.fault
     item_id = "msg_" + spec.response_id.removeprefix("resp_")
     s = _Seq()
@@ -282,10 +290,6 @@ def _responses_events(spec: StreamSpec, websocket: bool) -> list[Event]:
             events.insert(mid + 1, events[mid])  # the same event again (a gateway replaying after a reconnect)
     if fault == F.TRAILING_DONE:
         events.append(Event("[DONE]", DONE))
-    if websocket and spec.stream_id is not None:
-        events = [
-            replace(e, data={**e.data, "stream_id": spec.stream_id}) if isinstance(e.data, dict) else e for e in events
-        ]
     return events
 
 
