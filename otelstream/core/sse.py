@@ -1,0 +1,237 @@
+"""An incremental Server-Sent Events decoder for offline input (``otelstream check``).
+
+It reproduces what the openai 3.x and anthropic 2.x SDK decoders do with a body, so a recorded stream analysed
+offline gives the events the caller would have seen live (research/sdk-surfaces.md §2.1):
+
+- lines end with LF, CR or CRLF (a CRLF split across two chunks is one line end);
+- ``:`` starts a comment line: no event, but it is reported as an ``SSEComment`` so keepalives can be counted
+  (the SDKs drop comments silently; ``check`` sees the bytes, so it can count them);
+- ``event:`` / ``data:`` / ``id:`` / ``retry:`` fields, one optional space after the colon, several ``data:``
+  lines joined by ``\\n``, unknown fields ignored, ``retry:`` kept only when it is an integer, an ``id`` containing
+  NUL ignored;
+- a blank line dispatches the block when it set any field; a block of comments only dispatches nothing;
+- a block not followed by a blank line when the body ends is **dropped**, as both SDKs drop it, and
+  ``unterminated`` says so (``check`` reports it as the ``unterminated_event`` anomaly).
+
+One deliberate difference: openai's decoder never resets ``id`` between blocks, so after a body's first ``id:``
+every later comment-only block becomes an empty event (and a JSON decode error in the SDK). That is an SDK bug
+rather than the protocol; here a block dispatches only on fields it set itself.
+
+Memory is bounded whatever the input: a line longer than ``max_line`` characters and an event whose data exceeds
+``max_event`` characters are cut at the limit and marked ``truncated`` (counted in ``oversized``). The decoder
+never raises on any text. Pure module: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+MAX_LINE: Final = 8 * 1024 * 1024  # characters kept of one line
+MAX_EVENT: Final = 16 * 1024 * 1024  # characters kept of one event's data
+MAX_COMMENT_TEXT: Final = 80  # characters of a comment kept for display
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched block: what the SDKs hand to their JSON parser (``event`` is the SSE name or None)."""
+
+    event: str | None
+    data: str
+    id: str | None = None
+    retry: int | None = None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SSEComment:
+    """One comment line (``: keepalive``); ``text`` is its first characters after the colon."""
+
+    text: str
+
+
+SSEItem = SSEEvent | SSEComment
+
+
+class SSEDecoder:
+    """Feed text chunks with ``feed()``; call ``finish()`` at the end of the body. Both return the items decoded."""
+
+    __slots__ = (
+        "_data",
+        "_data_len",
+        "_event",
+        "_has_fields",
+        "_id",
+        "_line",
+        "_line_len",
+        "_line_over",
+        "_retry",
+        "_skip_lf",
+        "_truncated",
+        "comments",
+        "events",
+        "finished",
+        "max_event",
+        "max_line",
+        "oversized",
+        "unterminated",
+    )
+
+    def __init__(self, *, max_line: int = MAX_LINE, max_event: int = MAX_EVENT) -> None:
+        self.max_line = max(1, max_line)
+        self.max_event = max(1, max_event)
+        self._line: list[str] = []  # pieces of the current (unfinished) line, at most max_line characters
+        self._line_len = 0
+        self._line_over = False
+        self._skip_lf = False  # the previous chunk ended with CR: a leading LF belongs to that line end
+        self._event: str | None = None
+        self._data: list[str] = []
+        self._data_len = 0
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._has_fields = False
+        self._truncated = False
+        self.events = 0
+        self.comments = 0
+        self.oversized = 0  # lines or events cut at a limit
+        self.unterminated = False  # the body ended inside a block, which was dropped
+        self.finished = False
+
+    # --- input -----------------------------------------------------------------------------------------
+    def feed(self, chunk: str) -> list[SSEItem]:
+        out: list[SSEItem] = []
+        if self.finished or not chunk:
+            return out
+        start = 0
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[0] == "\n":
+                start = 1
+        n = len(chunk)
+        for m in _LINE_END.finditer(chunk, start):
+            self._append(chunk, start, m.start())
+            self._line_done(out)
+            start = m.end()
+            if m.group() == "\r" and start == n:
+                self._skip_lf = True  # a CRLF may be split across chunks
+        if start < n:
+            self._append(chunk, start, n)
+        return out
+
+    def finish(self) -> list[SSEItem]:
+        """The body ended: a last line without a line end is processed; an undispatched block is dropped."""
+        out: list[SSEItem] = []
+        if self.finished:
+            return out
+        self.finished = True
+        if self._line_len or self._line_over:
+            self._line_done(out)
+        if self._has_fields:
+            self.unterminated = True
+            self._reset_block()
+        return out
+
+    # --- internals ---------------------------------------------------------------------------------------
+    def _append(self, chunk: str, start: int, end: int) -> None:
+        if end <= start:
+            return
+        room = self.max_line - self._line_len
+        if room <= 0:
+            self._line_over = True
+            return
+        if end - start > room:
+            end = start + room
+            self._line_over = True
+        self._line.append(chunk[start:end])
+        self._line_len += end - start
+
+    def _line_done(self, out: list[SSEItem]) -> None:
+        line = "".join(self._line) if len(self._line) != 1 else self._line[0]
+        over = self._line_over
+        self._line.clear()
+        self._line_len = 0
+        self._line_over = False
+        if over:
+            self.oversized += 1
+            self._truncated = True
+        self._process(line, out)
+
+    def _process(self, line: str, out: list[SSEItem]) -> None:
+        if not line:
+            if self._has_fields:
+                out.append(
+                    SSEEvent(
+                        event=self._event,
+                        data="\n".join(self._data),
+                        id=self._id,
+                        retry=self._retry,
+                        truncated=self._truncated,
+                    )
+                )
+                self.events += 1
+            self._reset_block()
+            return
+        if line[0] == ":":
+            self.comments += 1
+            out.append(SSEComment(line[1 : MAX_COMMENT_TEXT + 1].strip()))
+            return
+        field, _, value = line.partition(":")
+        if value[:1] == " ":
+            value = value[1:]
+        if field == "data":
+            self._has_fields = True
+            room = self.max_event - self._data_len
+            if room <= 0:
+                self._truncated = True
+                return
+            if len(value) > room:
+                value = value[:room]
+                self._truncated = True
+                self.oversized += 1
+            self._data.append(value)
+            self._data_len += len(value) + 1
+        elif field == "event":
+            # as in the SDKs, an empty name is no name and alone does not make a block dispatch
+            self._event = value or None
+            if value:
+                self._has_fields = True
+        elif field == "id":
+            if value and "\0" not in value:
+                self._has_fields = True
+                self._id = value
+        elif field == "retry":
+            # kept only when it parses as an int, as the SDKs do (a valid retry-only block still dispatches)
+            try:
+                self._retry = int(value)
+            except ValueError:
+                return
+            self._has_fields = True
+        # any other field name is ignored, as the spec and both SDKs do
+
+    def _reset_block(self) -> None:
+        self._event = None
+        self._data = []
+        self._data_len = 0
+        self._id = None
+        self._retry = None
+        self._has_fields = False
+        self._truncated = False
+
+
+def iter_sse(chunks: Iterable[str], decoder: SSEDecoder | None = None) -> Iterator[SSEItem]:
+    """Decode a sequence of text chunks; inspect ``decoder.unterminated`` afterwards."""
+    dec = decoder if decoder is not None else SSEDecoder()
+    for chunk in chunks:
+        yield from dec.feed(chunk)
+    yield from dec.finish()
+
+
+def decode_text(text: str) -> tuple[list[SSEItem], SSEDecoder]:
+    """Decode a whole body at once (tests, small inputs)."""
+    dec = SSEDecoder()
+    items = list(iter_sse((text,), dec))
+    return items, dec

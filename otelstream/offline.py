@@ -1,0 +1,687 @@
+"""``otelstream check``: analyse recorded stream bodies without any network (DESIGN §3).
+
+Inputs, by file name:
+
+- ``*.sse``, or any other name: the raw SSE body as the server sent it (LF / CR / CRLF, comments, ``event:`` /
+  ``data:`` / ``id:`` / ``retry:``, multi-line data; a gzip-compressed file is decompressed first);
+- ``*.payloads.jsonl``: one SSE ``data`` payload (JSON) per line, without SSE framing (some recorders keep only
+  that); analysed like an SSE body whose events have no ``event:`` name;
+- ``*.jsonl``: a Responses WebSocket transcript, one server event (JSON) per line, reported per response: lanes by
+  ``stream_id`` (null for the default lane), a new response at each ``response.created``, in the order of their
+  first events.
+
+``--surface auto`` tells the surface from the events' shapes (``type`` / ``event:`` names, ``object``,
+``choices[].delta`` or ``.text``); Anthropic's legacy ``/v1/complete`` is recognised and refused as an unsupported
+surface.
+
+The events go through the same ``StreamTracker`` the live path uses, fed as the SDKs would feed it: comments count
+as keepalives, ``[DONE]`` ends an OpenAI stream (the SDK stops reading there), a payload that is not JSON ends it as
+``transport_error`` (the SDK raises there), an Anthropic event without an ``event:`` name is skipped (the SDK skips
+it), a block not followed by a blank line is dropped with the ``unterminated_event`` anomaly.
+
+**Times are synthetic.** A recording carries no timing, so the tracker runs on a clock that advances one tick
+(1 ms) per read: every wait is one tick and the time fields of an offline report only order things; they measure
+nothing. ``check`` therefore prints no times, and ``--json`` has no time keys.
+
+Errors are reported as one line per file on stderr (``otelstream check: FILE: reason``), never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import gzip
+import json
+import sys
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from otelstream import names
+from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.sse import MAX_LINE, SSEComment, SSEDecoder, SSEItem
+from otelstream.core.tracker import StreamTracker
+
+AUTO: Final = "auto"
+SURFACE_CHOICES: Final = (AUTO, *names.SURFACES)
+TICK_NS: Final = 1_000_000  # the synthetic clock's step: one read = 1 ms
+READ_SIZE: Final = 64 * 1024
+DETECT_LIMIT: Final = 256  # events buffered while the surface is still unknown
+MAX_REPORTED_LANE_RESPONSES: Final = 10_000  # a transcript's responses reported; more are counted, not kept
+
+EXIT_OK: Final = 0
+EXIT_STRICT: Final = 1
+EXIT_BAD_INPUT: Final = 2
+
+UNSUPPORTED_COMPLETE: Final = "unsupported surface: Anthropic legacy /v1/complete (only Messages is supported)"
+
+_ANTHROPIC_TYPES = frozenset(
+    {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
+     "message_stop"}
+)  # fmt: skip
+# client-to-server WebSocket events a transcript may also hold: not part of any response
+_WS_CLIENT_EVENTS = frozenset({"response.create", "response.cancel", "response.steer", "session.update"})
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class CheckError(Exception):
+    """A file that cannot be analysed; the message is the one-line reason shown to the user."""
+
+
+class _Undecodable:
+    """Marker for an event payload that is not JSON."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+# --- the analysed result -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileReport:
+    """What ``check`` found in one file: one report, or (WebSocket transcript) one per response."""
+
+    file: str
+    surface: str
+    reports: tuple[StreamReport, ...]
+    websocket: bool = False
+    responses_dropped: int = 0  # transcript responses beyond MAX_REPORTED_LANE_RESPONSES
+
+    @property
+    def outcome(self) -> str:
+        """The stream's outcome; for a transcript ``completed`` when every response completed, else the outcome of
+        the first response (in order) that did not."""
+        for r in self.reports:
+            if r.outcome != names.COMPLETED:
+                return r.outcome
+        return names.COMPLETED if self.reports else names.CUT
+
+    def to_json(self) -> dict[str, Any]:
+        if not self.websocket:
+            return {"file": self.file, **_report_json(self.reports[0])}
+        return {
+            "file": self.file,
+            **_aggregate_json(self.surface, self.outcome, self.reports),
+            **({"responses_dropped": self.responses_dropped} if self.responses_dropped else {}),
+        }
+
+    def to_text(self) -> str:
+        if not self.websocket:
+            return f"{self.file}: {_report_text(self.reports[0])}"
+        n = len(self.reports) + self.responses_dropped
+        lanes = len({r.stream_id for r in self.reports})
+        head = (
+            f"{self.file}: {self.outcome}  {self.surface}  {n} response{'s' if n != 1 else ''}"
+            f" on {lanes} lane{'s' if lanes != 1 else ''}"
+        )
+        lines = [head]
+        for r in self.reports:
+            lane = r.stream_id if r.stream_id is not None else "default"
+            lines.append(f"  [{lane}] {r.response_id or '-'}: {_report_text(r, surface=False)}")
+        if self.responses_dropped:
+            lines.append(f"  … {self.responses_dropped} more responses not listed")
+        return "\n".join(lines)
+
+
+def _report_json(r: StreamReport) -> dict[str, Any]:
+    out = r.to_json()
+    out["resumed"] = r.resumed
+    return out
+
+
+def _aggregate_json(surface: str, outcome: str, reports: tuple[StreamReport, ...]) -> dict[str, Any]:
+    """A transcript's top level carries DESIGN §3's keys summed over its responses, plus ``lanes``."""
+    finish: list[str] = []
+    anomalies: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    gaps = skipped = duplicates = out_of_order = 0
+    bad_start = missing = False
+    usage: dict[str, int | None] = dict.fromkeys(
+        ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_write_input_tokens",
+         "reasoning_output_tokens"))  # fmt: skip
+    error_type = None
+    for r in reports:
+        finish.extend(r.finish_reasons)
+        if error_type is None and r.outcome == outcome and outcome != names.COMPLETED:
+            error_type = r.error_type
+        for a in r.anomalies:
+            if len(anomalies) < names.MAX_REPORTED_ANOMALIES:
+                anomalies.append(a.to_json())
+        for kind, c in r.anomaly_counts:
+            counts[kind] = counts.get(kind, 0) + c
+        s = r.sequence
+        gaps += s.gaps
+        skipped += s.skipped
+        duplicates += s.duplicates
+        out_of_order += s.out_of_order
+        bad_start = bad_start or s.bad_start
+        missing = missing or s.missing
+        for key, value in r.usage.to_json().items():
+            if value is not None:
+                usage[key] = (usage[key] or 0) + value
+    # per-response numbering restarts at 0, so first/last are only meaningful per lane
+    seq = {"first": None, "last": None, "gaps": gaps, "skipped": skipped, "duplicates": duplicates,
+           "out_of_order": out_of_order, "bad_start": bad_start, "missing": missing}  # fmt: skip
+    models = [r.response_model for r in reports if r.response_model]
+    return {
+        "surface": surface,
+        "provider": reports[0].provider if reports else names.PROVIDER_OPENAI,
+        "outcome": outcome,
+        "finish_reasons": finish,
+        "error_type": error_type,
+        "events": sum(r.events for r in reports),
+        "deltas": sum(r.deltas for r in reports),
+        "keepalives": sum(r.keepalives for r in reports),
+        "done_sentinel": any(r.done_sentinel for r in reports),
+        "sequence": seq,
+        "usage": usage,
+        "response_id": None,
+        "response_model": models[0] if models else None,
+        "anomalies": anomalies,
+        "anomaly_counts": counts,
+        "responses": len(reports),
+        "lanes": [_report_json(r) for r in reports],
+    }
+
+
+def _report_text(r: StreamReport, *, surface: bool = True) -> str:
+    parts = [r.outcome]
+    if surface:
+        parts.append(r.surface)
+    parts.append(f"events={r.events} deltas={r.deltas}")
+    if r.keepalives:
+        parts.append(f"keepalives={r.keepalives}")
+    if r.finish_reasons:
+        parts.append("finish=" + ",".join(r.finish_reasons))
+    if r.error_type and r.outcome != names.COMPLETED:
+        parts.append(f"error_type={r.error_type}")
+    u = r.usage
+    if u.input_tokens is not None or u.output_tokens is not None:
+        tokens = f"tokens in={_n(u.input_tokens)} out={_n(u.output_tokens)}"
+        if u.cache_read_input_tokens:
+            tokens += f" cache_read={u.cache_read_input_tokens}"
+        if u.cache_write_input_tokens:
+            tokens += f" cache_write={u.cache_write_input_tokens}"
+        if u.reasoning_output_tokens:
+            tokens += f" reasoning={u.reasoning_output_tokens}"
+        parts.append(tokens)
+    s = r.sequence
+    if s.first is not None:
+        seq = f"seq={s.first}..{s.last}"
+        if s.gaps:
+            seq += f" gaps={s.gaps} skipped={s.skipped}"
+        if s.duplicates:
+            seq += f" duplicates={s.duplicates}"
+        if s.out_of_order:
+            seq += f" out_of_order={s.out_of_order}"
+        parts.append(seq)
+    if r.resumed:
+        parts.append("resumed")
+    if r.done_sentinel:
+        parts.append("[DONE]")
+    if r.anomaly_counts:
+        parts.append("anomalies: " + ", ".join(k if c == 1 else f"{k} x{c}" for k, c in r.anomaly_counts))
+    return "  ".join(parts)
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+# --- reading ---------------------------------------------------------------------------------------------------
+def _read_text(path: str) -> Iterator[str]:
+    """The file's text in chunks; raises CheckError for anything that is not a UTF-8 text body."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise CheckError("is a directory, not a file")
+        raw = p.open("rb")
+    except FileNotFoundError:
+        raise CheckError("no such file") from None
+    except CheckError:
+        raise
+    except OSError as exc:
+        raise CheckError(f"cannot read: {exc.strerror or exc}") from None
+    with raw:
+        try:
+            head = raw.read(READ_SIZE)
+        except OSError as exc:
+            raise CheckError(f"cannot read: {exc.strerror or exc}") from None
+        if not head:
+            raise CheckError("empty file")
+        source: Any = raw
+        if head.startswith(_GZIP_MAGIC):
+            # a body saved as it came over the wire with Content-Encoding: gzip
+            raw.seek(0)
+            source = gzip.GzipFile(fileobj=raw)
+            try:
+                head = source.read(READ_SIZE)
+            except (OSError, EOFError, zlib.error):
+                raise CheckError("corrupt gzip data") from None
+            if not head:
+                raise CheckError("empty file (after gzip decompression)")
+        if b"\0" in head:
+            raise CheckError("binary data, not a text stream body")
+        stripped = head.lstrip()
+        if stripped[:1] == b"<":
+            low = stripped[:256].lower()
+            what = "an HTML page" if b"html" in low else "an XML/HTML document"
+            raise CheckError(f"{what}, not a stream body (an error page from a proxy or gateway?)")
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        offset = 0
+        chunk = head
+        first = True
+        while chunk:
+            try:
+                text = decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise CheckError(f"invalid UTF-8 at byte {offset + exc.start}: not a text stream body") from None
+            if first and text.startswith("\ufeff"):
+                text = text[1:]  # a byte-order mark is not part of the first line
+            first = False
+            if text:
+                yield text
+            offset += len(chunk)
+            try:
+                chunk = source.read(READ_SIZE)
+            except (OSError, EOFError, zlib.error):
+                raise CheckError("corrupt gzip data") from None
+            if b"\0" in chunk:
+                raise CheckError("binary data, not a text stream body")
+        try:
+            tail = decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise CheckError(f"invalid UTF-8 at byte {offset}: the file ends inside a character") from None
+        if tail:
+            yield tail
+
+
+def _jsonl_lines(chunks: Iterator[str]) -> Iterator[tuple[str, bool]]:
+    """Lines of a JSON-lines file, each cut at MAX_LINE characters (second item: it was cut)."""
+    buf: list[str] = []
+    size = 0
+    over = False
+    for chunk in chunks:
+        start = 0
+        while True:
+            nl = chunk.find("\n", start)
+            end = len(chunk) if nl < 0 else nl
+            piece = chunk[start:end]
+            if size + len(piece) > MAX_LINE:
+                piece = piece[: max(0, MAX_LINE - size)]
+                over = True
+            buf.append(piece)
+            size += len(piece)
+            if nl < 0:
+                break
+            yield "".join(buf).strip(), over
+            buf, size, over = [], 0, False
+            start = nl + 1
+    if size or over:
+        yield "".join(buf).strip(), over
+
+
+# --- records: what one file holds, in order, before any surface logic --------------------------------------------
+_COMMENT: Final = object()
+
+
+@dataclass
+class _Record:
+    name: str | None
+    value: Any  # parsed JSON, an _Undecodable, or the string "[DONE]"
+
+
+def _parse(data: str, truncated: bool = False) -> Any:
+    if data.startswith("[DONE]"):
+        return "[DONE]"  # openai: `sse.data.startswith("[DONE]")` ends the stream
+    if truncated:
+        return _Undecodable("event larger than the decoder's limit (cut)")
+    if not data:
+        return _Undecodable("event without data")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return _Undecodable("data is not JSON")
+
+
+def _sse_records(chunks: Iterator[str], state: dict[str, bool]) -> Iterator[_Record | object]:
+    dec = SSEDecoder()
+    for chunk in chunks:
+        yield from _sse_items(dec.feed(chunk))
+    yield from _sse_items(dec.finish())
+    state["unterminated"] = dec.unterminated
+
+
+def _sse_items(items: list[SSEItem]) -> Iterator[_Record | object]:
+    for item in items:
+        if isinstance(item, SSEComment):
+            yield _COMMENT
+        else:
+            yield _Record(item.event, _parse(item.data, item.truncated))
+
+
+def _jsonl_records(chunks: Iterator[str]) -> Iterator[_Record | object]:
+    for line, over in _jsonl_lines(chunks):
+        if line:
+            yield _Record(None, _parse(line, over))
+
+
+# --- surface detection -------------------------------------------------------------------------------------------
+def detect(name: str | None, value: Any) -> str | None:
+    """The surface one event belongs to, from its shape; None when it does not tell (errors, pings, usage-only).
+    Returns UNSUPPORTED_COMPLETE for Anthropic's legacy completion events."""
+    d = value if type(value) is dict else None
+    typ = d.get("type") if d is not None else None
+    for t in (typ, name):
+        if isinstance(t, str):
+            if t.startswith("response."):
+                return names.RESPONSES
+            if t in _ANTHROPIC_TYPES:
+                return names.MESSAGES
+            if t == "completion":
+                return UNSUPPORTED_COMPLETE
+    if d is None:
+        return None
+    obj = d.get("object")
+    if obj == "chat.completion.chunk":
+        return names.CHAT_COMPLETIONS
+    if obj == "text_completion":
+        return names.COMPLETIONS
+    if "completion" in d and "stop_reason" in d and "choices" not in d:
+        return UNSUPPORTED_COMPLETE  # legacy /v1/complete payloads without a type field
+    choices = d.get("choices")
+    if type(choices) is list and choices and type(choices[0]) is dict:
+        c = choices[0]
+        if "delta" in c or "message" in c:
+            return names.CHAT_COMPLETIONS
+        if "text" in c:
+            return names.COMPLETIONS
+    return None
+
+
+# --- feeding the tracker ---------------------------------------------------------------------------------------
+class _TickClock:
+    """The synthetic clock: every read advances 1 ms (offline input has no times)."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        self.now += TICK_NS
+        return self.now
+
+
+@dataclass
+class _Run:
+    """One stream (one response) being fed to a tracker the way the SDK would feed it."""
+
+    surface: str
+    sse_framed: bool
+    tracker: StreamTracker
+    clock: _TickClock
+    stopped: bool = False  # the SDK would have stopped reading here ([DONE], undecodable data)
+    after_stop_flagged: bool = False
+    report: StreamReport | None = None
+
+    @classmethod
+    def open(
+        cls, surface: str, *, sse_framed: bool, starting_after: int | None = None, stream_id: str | None = None
+    ) -> _Run:
+        clock = _TickClock()
+        provider = names.PROVIDER_ANTHROPIC if surface == names.MESSAGES else names.PROVIDER_OPENAI
+        start = StreamStart(surface=surface, provider=provider, resumed=starting_after is not None, stream_id=stream_id)
+        tracker = StreamTracker(start, clock=clock, starting_after=starting_after)
+        return cls(surface, sse_framed, tracker, clock)
+
+    def comment(self) -> None:
+        if not self.stopped:
+            self.tracker.keepalive()
+
+    def record(self, rec: _Record) -> None:
+        t = self.tracker
+        value = rec.value
+        if self.stopped:
+            if not self.after_stop_flagged and not isinstance(value, _Undecodable):
+                self.after_stop_flagged = True
+                t.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, "data after the stream ended (the SDK stops reading)")
+            return
+        messages = self.surface == names.MESSAGES
+        if value == "[DONE]":
+            t.done_sentinel()
+            if not messages:
+                self.stopped = True  # openai: `break` at [DONE]; the rest of the body is never read
+            return
+        if messages and self.sse_framed:
+            # anthropic skips `ping`, unnamed events and (except `error`) events without data
+            if rec.name == "ping":
+                t.keepalive()
+                return
+            if rec.name is None:
+                t.anomaly(names.ANOM_UNKNOWN_EVENT, "event without an event: name (the SDK skips it)")
+                return
+            if rec.name == "error" and isinstance(value, _Undecodable):
+                t.anomaly(names.ANOM_UNDECODABLE, f"error event: {value.reason}")
+                self._stop("error")
+                return
+            if isinstance(value, _Undecodable) and value.reason == "event without data":
+                return
+        if isinstance(value, _Undecodable):
+            # the SDK raises JSONDecodeError here: live, this stream ends as a transport error
+            t.anomaly(names.ANOM_UNDECODABLE, value.reason + (f" (event {rec.name!r})" if rec.name else ""))
+            self._stop("transport_error", names.ANOM_UNDECODABLE)
+            return
+        t.t_pull = self.clock()
+        t.event(value, rec.name)
+
+    def _stop(self, how: str, error_type: str | None = None) -> None:
+        self.stopped = True
+        self.report = self.tracker.end(how, error_type)
+
+    def finish(self, *, unterminated: bool = False) -> StreamReport:
+        if self.report is None:
+            if unterminated:
+                self.tracker.anomaly(
+                    names.ANOM_UNTERMINATED_EVENT, "the body ended inside an event (no blank line): the SDKs drop it"
+                )
+            self.report = self.tracker.end("eof")
+        assert self.report is not None  # end() returns a report the first time, and only _stop/finish call it
+        return self.report
+
+
+def _resume_point(first: _Record | None) -> int | None:
+    """A recorded Responses stream that starts past 0 on anything but ``response.created`` is a resume
+    (``GET /responses/{id}?starting_after=N``): the server sends N+1 onward. A fresh stream always starts with
+    ``response.created`` at 0, so only a resume recording looks like this."""
+    if first is None or type(first.value) is not dict:
+        return None
+    typ = first.value.get("type") or first.name
+    seq = first.value.get("sequence_number")
+    if typ != "response.created" and type(seq) is int and seq > 0:
+        return seq - 1
+    return None
+
+
+@dataclass
+class _Lanes:
+    """A WebSocket transcript: one run per response, lanes by ``stream_id``."""
+
+    runs: list[_Run] = field(default_factory=list)
+    current: dict[str | None, _Run] = field(default_factory=dict)
+    dropped: int = 0
+
+    def record(self, rec: _Record) -> None:
+        value = rec.value
+        d = value if type(value) is dict else None
+        typ = d.get("type") if d is not None else None
+        if typ in _WS_CLIENT_EVENTS:
+            return
+        sid = d.get("stream_id") if d is not None else None
+        lane = sid[:128] if isinstance(sid, str) else None
+        run = self.current.get(lane)
+        if run is None or (typ == "response.created" and run.tracker.events):
+            if run is not None:
+                run.finish()
+            run = _Run.open(names.RESPONSES_WEBSOCKET, sse_framed=False, stream_id=lane)
+            self.current[lane] = run
+            if len(self.runs) < MAX_REPORTED_LANE_RESPONSES:
+                self.runs.append(run)
+            else:
+                self.dropped += 1
+        run.record(rec)
+
+    def reports(self) -> tuple[StreamReport, ...]:
+        return tuple(run.finish() for run in self.runs)
+
+
+def analyse(path: str, surface: str = AUTO) -> FileReport:
+    """Analyse one recorded file; raises CheckError with a one-line reason when it cannot."""
+    lower = path.lower()
+    payloads = lower.endswith(".payloads.jsonl")
+    jsonl = lower.endswith(".jsonl")
+    state: dict[str, bool] = {"unterminated": False}
+    chunks = _read_text(path)
+    records = _jsonl_records(chunks) if jsonl else _sse_records(chunks, state)
+
+    chosen: str | None = None if surface == AUTO else surface
+    pending: list[_Record | object] = []  # held back while the surface is unknown
+    events_seen = json_seen = 0
+    run: _Run | None = None
+    lanes: _Lanes | None = None
+    for item in records:
+        if isinstance(item, _Record):
+            events_seen += 1
+            if not isinstance(item.value, _Undecodable) and item.value != "[DONE]":
+                json_seen += 1
+                if chosen is None:
+                    chosen = detect(item.name, item.value)
+                    if chosen == UNSUPPORTED_COMPLETE:
+                        raise CheckError(UNSUPPORTED_COMPLETE)
+                    if chosen == names.RESPONSES and jsonl and not payloads:
+                        chosen = names.RESPONSES_WEBSOCKET
+        if chosen is None:
+            if events_seen >= DETECT_LIMIT:
+                break
+            pending.append(item)
+            continue
+        if run is None and lanes is None:
+            if chosen == names.RESPONSES_WEBSOCKET:
+                lanes = _Lanes()
+            else:
+                first = next((r for r in (*pending, item) if isinstance(r, _Record)), None)
+                after = _resume_point(first) if chosen == names.RESPONSES else None
+                run = _Run.open(chosen, sse_framed=not jsonl, starting_after=after)
+            for buffered in pending:
+                _feed(buffered, run, lanes)
+            pending.clear()
+        _feed(item, run, lanes)
+    if chosen is None:
+        if events_seen == 0:
+            raise CheckError(_no_events_reason(path, jsonl))
+        if json_seen == 0:
+            raise CheckError("no JSON event payloads: not an LLM stream body")
+        raise CheckError("cannot tell the surface from the events (pass --surface)")
+    if json_seen == 0:
+        # with --surface given, a body of comments, [DONE] or non-JSON data is still not a stream we can report
+        raise CheckError(_no_events_reason(path, jsonl) if events_seen == 0 else "no JSON event payloads")
+    if lanes is not None:
+        reports = lanes.reports()
+        if not reports:
+            raise CheckError("no server events in the transcript")
+        return FileReport(path, chosen, reports, websocket=True, responses_dropped=lanes.dropped)
+    assert run is not None  # json_seen > 0 means at least one record reached the setup above
+    return FileReport(path, chosen, (run.finish(unterminated=state["unterminated"]),))
+
+
+def _feed(item: _Record | object, run: _Run | None, lanes: _Lanes | None) -> None:
+    if isinstance(item, _Record):
+        if lanes is not None:
+            lanes.record(item)
+        elif run is not None:
+            run.record(item)
+    elif item is _COMMENT and run is not None:
+        run.comment()
+
+
+def _no_events_reason(path: str, jsonl: bool) -> str:
+    if jsonl:
+        return "no JSON lines: not a transcript"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256).lstrip()
+    except OSError:
+        head = b""
+    if head[:1] in (b"{", b"["):
+        return "a JSON document, not an SSE stream body (was the request made without stream=true?)"
+    return "no SSE events (no data: lines followed by a blank line): not a stream body"
+
+
+# --- the subcommand --------------------------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--surface",
+        choices=SURFACE_CHOICES,
+        default=AUTO,
+        help="which API produced the stream (default: tell from the events)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object per file (an array for several)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any stream's outcome is not completed")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help=".sse body, .jsonl WebSocket transcript, or .payloads.jsonl (one data payload per line)",
+    )
+    parser.epilog = (
+        "Times in offline reports are synthetic (one 1 ms tick per event): a recording carries no timing. "
+        "Exit status: 2 when a file is unreadable or not a supported stream, else 1 with --strict when an outcome "
+        "is not completed, else 0."
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    results: list[dict[str, Any]] = []
+    bad = False
+    not_completed = False
+    for path in args.files:
+        try:
+            report = analyse(path, args.surface)
+        except CheckError as exc:
+            bad = True
+            print(f"otelstream check: {path}: {exc}", file=sys.stderr)
+            if args.json:
+                results.append({"file": path, "error": str(exc)})
+            continue
+        if report.outcome != names.COMPLETED or any(r.outcome != names.COMPLETED for r in report.reports):
+            not_completed = True
+        if args.json:
+            results.append(report.to_json())
+        else:
+            print(report.to_text())
+    if args.json and results:
+        doc: Any = results[0] if len(args.files) == 1 else results
+        print(json.dumps(doc, indent=2))
+    sys.stdout.flush()
+    if bad:
+        return EXIT_BAD_INPUT
+    if args.strict and not_completed:
+        return EXIT_STRICT
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m otelstream.offline FILE…``: the same as ``otelstream check``, without the other subcommands."""
+    parser = argparse.ArgumentParser(prog="otelstream check", description="analyse recorded stream bodies")
+    add_arguments(parser)
+    try:
+        return run(parser.parse_args(argv))
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
