@@ -342,6 +342,10 @@ class StreamTracker:
             self.terminal = True
             self.t_terminal = self.clock()
 
+    def saw_error(self) -> bool:
+        """An in-band error was seen (the highest-precedence outcome is ``error``)."""
+        return self.rank == _RANK_ERROR
+
     def after_terminal(self) -> bool:
         """Record (once per event) that the server kept talking after the terminal event."""
         if self.terminal:
@@ -401,7 +405,8 @@ class StreamTracker:
             return None
         if type(value) is int and value >= 0:
             return value
-        if type(value) is float and value >= 0 and value == int(value) and value < 1e18:
+        # the range check comes before int(): int(inf) raises OverflowError
+        if type(value) is float and 0 <= value < 1e18 and value == int(value):
             return int(value)
         self.anomaly(names.ANOM_BAD_FIELD, f"{what}={value!r}"[:80])
         return None

@@ -50,12 +50,17 @@ def _observe(t: StreamTracker, d: dict[str, Any], name: str | None, *, chat: boo
     err = d.get("error")
     if err is not None:
         inband_error(t, err)
+        # gateways (OpenRouter) put the final usage on the error chunk itself: it is still what was billed
+        usage = d.get("usage")
+        if usage is not None:
+            _usage(t, usage)
         return OTHER
     if name == "ping" or d.get("type") == "ping":
         return KEEPALIVE
     if t.response_id is None:
         rid = d.get("id")
-        if isinstance(rid, str):
+        # Azure's first chunk (prompt_filter_results) has id "": take the first non-empty id
+        if isinstance(rid, str) and rid:
             t.response_id = rid[:128]
         model = d.get("model")
         if isinstance(model, str) and model:

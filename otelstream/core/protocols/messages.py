@@ -38,13 +38,19 @@ def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None) -> i
         if t.terminal:
             t.after_terminal()
         delta = fields(d.get("delta"))
-        key = _PAYLOAD_KEY.get(delta.get("type"))  # type: ignore[arg-type]
+        delta_type = delta.get("type")
+        key = _PAYLOAD_KEY.get(delta_type) if type(delta_type) is str else None
         if key is None:
             return OTHER
         payload = delta.get(key)
         if key == "citation":
             return DELTA if payload else OTHER
         return DELTA if nonempty(payload) else OTHER
+    if type(typ) is not str and typ is not None:
+        # a non-string type (a list, a dict) must not reach the frozenset lookup below: unhashable.
+        # Checked after the delta branch so the per-delta path pays nothing for it.
+        t.anomaly(names.ANOM_BAD_FIELD, "type")
+        return OTHER
     if typ in _OTHER_TYPES:
         return OTHER
     if typ == "ping":

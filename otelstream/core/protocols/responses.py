@@ -137,7 +137,9 @@ def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None) -> 
         t.set_error_type(code if isinstance(code, str) and code else error_code(d.get("error")))
         t.outcome_seen(names.ERROR, terminal=True)
         return OTHER
-    if t.terminal:
+    # OpenAI follows an `error` event with `response.failed` (the recorded insufficient_quota stream does): that
+    # pair is the protocol, not the server talking after the end
+    if t.terminal and not (kind == _K_FAILED and t.saw_error()):
         t.after_terminal()
     _response(t, d.get("response"))
     if kind == _K_COMPLETED:
