@@ -1,0 +1,103 @@
+"""The real load for the end-to-end test, run as its own process: the demo's fake provider, the OpenAI and
+Anthropic SDKs instrumented by ``otelstream.instrument()``, and otelstream's metrics endpoint.
+
+    python instrumented_worker.py METRICS_PORT
+
+prints ``ready <port>`` once serving, then streams a fault mix from several threads until killed. The mix
+trips every alert of otelstream.rules.yml within seconds: per label set more than 5 % bad outcomes (cut,
+failed, transport_error, http_error), more than 10 % incomplete, more than 5 % first deltas later than 2.56 s,
+stalls longer than the stall threshold, and sequence gaps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import sys
+import threading
+from typing import Any
+
+import anthropic
+import openai
+
+import otelstream
+from otelstream.demo import faults as F
+from otelstream.demo.provider import FAULT_HEADER, PAUSE_HEADER, TTFD_HEADER, serve
+
+STALL_THRESHOLD_S = 0.3
+THREADS = 12
+# (surface, fault, extra headers): a round-robin plan, so every label set sees every fault it can have
+PLAN: list[tuple[str, str, dict[str, str]]] = []
+for surface in ("responses", "chat_completions", "messages"):
+    PLAN += [(surface, F.OK, {})] * 6
+    PLAN += [
+        (surface, F.CUT, {}),
+        (surface, F.INCOMPLETE, {}),
+        (surface, F.INCOMPLETE, {}),
+        (surface, F.SLOW_FIRST, {TTFD_HEADER: "3"}),
+        (surface, F.STALL, {PAUSE_HEADER: "2"}),
+        (surface, F.RESET, {}),
+        (surface, F.ERROR, {}),
+        (surface, F.KEEPALIVE, {}),
+        (surface, F.ABANDON, {}),
+    ]
+    if surface != "messages":
+        PLAN.append((surface, F.HTTP_500, {}))
+PLAN += [("responses", F.FAILED, {}), ("responses", F.SEQ_GAP, {}), ("responses", F.SEQ_DUP, {})]
+
+
+def stream_once(oa: openai.OpenAI, an: anthropic.Anthropic, surface: str, fault: str, extra: dict[str, str]) -> None:
+    headers = dict(extra)
+    if fault != F.ABANDON:
+        headers[FAULT_HEADER] = fault
+    events: Any
+    if surface == "responses":
+        events = oa.responses.create(model="gpt-demo", input="hi", stream=True, extra_headers=headers)
+    elif surface == "chat_completions":
+        events = oa.chat.completions.create(
+            model="gpt-demo",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_headers=headers,
+        )
+    else:
+        events = an.messages.create(
+            model="claude-demo",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            extra_headers=headers,
+        )
+    with events:
+        for i, _ in enumerate(events):
+            if fault == F.ABANDON and i >= 3:
+                break
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    otelstream.instrument(stall_threshold_s=STALL_THRESHOLD_S)
+    otelstream.start_metrics_server(port=port, addr="127.0.0.1")
+    with serve(websocket=False) as provider:
+        oa = openai.OpenAI(**provider.openai_kwargs(max_retries=0, timeout=10.0))
+        an = anthropic.Anthropic(**provider.anthropic_kwargs(max_retries=0, timeout=10.0))
+        plan = itertools.cycle(PLAN)
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    surface, fault, extra = next(plan)
+                # the faults raise by design (in-band errors, resets, HTTP 500)
+                with contextlib.suppress(Exception):
+                    stream_once(oa, an, surface, fault, extra)
+
+        for n in range(THREADS):
+            threading.Thread(target=work, name=f"load-{n}", daemon=True).start()
+        print(f"ready {port}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
