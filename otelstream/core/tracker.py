@@ -61,6 +61,7 @@ class StreamTracker:
     """Measures one stream. Not thread-safe by design: one stream is consumed by one thread at a time."""
 
     __slots__ = (
+        "__weakref__",  # the export watchdog holds open streams weakly
         "_anomalies",
         "_anomaly_counts",
         "_choices_finished",
