@@ -196,7 +196,7 @@ def _report_text(r: StreamReport, *, surface: bool = True) -> str:
         parts.append(f"keepalives={r.keepalives}")
     if r.finish_reasons:
         parts.append("finish=" + ",".join(r.finish_reasons))
-    if r.error_type and r.outcome != names.COMPLETED:
+    if r.error_type and r.error_type != r.outcome and r.outcome != names.COMPLETED:
         parts.append(f"error_type={r.error_type}")
     u = r.usage
     if u.input_tokens is not None or u.output_tokens is not None:
