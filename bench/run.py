@@ -1,0 +1,380 @@
+"""The benchmark suite, one command:
+
+    python bench/run.py                       # everything, default settings (< 15 min on 2 cores)
+    python bench/run.py --only overhead,cg    # a subset: overhead, cg, memory, scale, ttfd
+    python bench/run.py --check               # callgrind only, compared with bench/baseline.json (+5 % allowed)
+    python bench/run.py --write-baseline      # callgrind, then rewrite bench/baseline.json
+
+Every configuration runs in a fresh process (``bench/worker.py``, ``bench/scale.py``). Timing runs are interleaved
+(round r runs every configuration once, in an order rotated by r) and reported as the median of the per-process
+medians. Results go to ``bench/results.json`` and ``bench/RESULTS.md``.
+
+The interpreter used for the workers is ``$BENCH_PYTHON``, else ``/work/bench-venv/bin/python`` when it exists (the
+venv with the peers, ``bench/requirements-peers.txt``), else this interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from bench import canned, configs  # noqa: E402
+
+MODES = ("sync", "async")
+CG_TOLERANCE = 0.05
+
+
+def python() -> str:
+    env = os.environ.get("BENCH_PYTHON")
+    if env:
+        return env
+    if os.path.exists("/work/bench-venv/bin/python"):
+        return "/work/bench-venv/bin/python"
+    return sys.executable
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
+    return env
+
+
+def run_worker(args: list[str], timeout: float = 300, prefix: list[str] | None = None) -> dict:
+    cmd = [*(prefix or []), python(), os.path.join(HERE, "worker.py"), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=timeout, cwd=ROOT)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"error": (p.stderr or p.stdout).strip().splitlines()[-5:], "rc": p.returncode}
+    return json.loads(lines[-1])
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def applicable(config: str, surface: str, avail: dict) -> bool:
+    return avail.get((config, surface), False)
+
+
+def probe_availability() -> dict:
+    code = (
+        "import json,sys; sys.path.insert(0, %r); from bench import configs, canned; "
+        "print(json.dumps({f'{c}|{s}': configs.available(c, s) for c in configs.ALL for s in canned.SURFACES}))"
+    ) % ROOT
+    p = subprocess.run([python(), "-c", code], capture_output=True, text=True, env=worker_env())
+    raw = json.loads(p.stdout.strip().splitlines()[-1])
+    return {tuple(k.split("|")): v for k, v in raw.items()}
+
+
+def produced(tele: dict | None) -> bool:
+    if not tele:
+        return False
+    return bool(tele.get("spans") or tele.get("metric_points") or tele.get("prom_samples"))
+
+
+# --- overhead (wall clock, interleaved) --------------------------------------------------------------------
+def bench_overhead(a, avail: dict) -> dict:
+    cfgs = [c for c in a.configs if c in configs.ALL]
+    groups = [(s, m) for s in a.surfaces for m in MODES]
+    samples: dict = {}
+    tele: dict = {}
+    errors: dict = {}
+    for r in range(a.rounds):
+        log(f"overhead round {r + 1}/{a.rounds}")
+        for surface, mode in groups:
+            todo = [c for c in cfgs if applicable(c, surface, avail)]
+            k = r % len(todo)
+            for cfg in todo[k:] + todo[:k]:  # A B C, B C A, C A B, …
+                res = run_worker(["time", cfg, surface, mode, "--streams", str(a.streams), "--deltas",
+                                  str(a.deltas), "--warmup", "5"])  # fmt: skip
+                key = f"{cfg}|{surface}|{mode}"
+                if "error" in res:
+                    errors[key] = res["error"]
+                    continue
+                samples.setdefault(key, []).append(res["per_event_ns"])
+                tele[key] = res["telemetry"]
+    rows = []
+    for surface, mode in groups:
+        base = samples.get(f"baseline|{surface}|{mode}")
+        if not base:
+            continue
+        b = statistics.median(base)
+        for cfg in cfgs:
+            key = f"{cfg}|{surface}|{mode}"
+            if key not in samples:
+                if key in errors:
+                    rows.append({"config": cfg, "surface": surface, "mode": mode, "error": errors[key]})
+                continue
+            v = statistics.median(samples[key])
+            rows.append({"config": cfg, "surface": surface, "mode": mode, "per_event_ns": v,
+                         "added_ns": v - b, "ratio": v / b, "runs": samples[key],
+                         "telemetry": tele.get(key), "produced": cfg == "baseline" or produced(tele.get(key))})  # fmt: skip
+    return {"rows": rows, "streams": a.streams, "deltas": a.deltas, "rounds": a.rounds}
+
+
+# --- callgrind ------------------------------------------------------------------------------------------
+def cg_one(cfg: str, surface: str, mode: str, a) -> dict:
+    out = tempfile.mkdtemp(prefix="otelstream-cg-")
+    try:
+        prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid",
+                  f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
+        res = run_worker(["cg", cfg, surface, mode, "--streams", str(a.cg_streams), "--deltas", str(a.deltas),
+                          "--warmup", "2"], timeout=900, prefix=prefix)  # fmt: skip
+        if "error" in res:
+            return res
+        parts = sorted(glob.glob(f"{out}/cg.*.2"))
+        if not parts:
+            return {"error": "no dump for the measured phase"}
+        with open(parts[0]) as f:
+            totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
+        res["ir"] = totals[0]
+        return res
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def bench_cg(a, avail: dict) -> dict:
+    if shutil.which("valgrind") is None:
+        return {"error": "valgrind not installed (apt-get install valgrind)"}
+    jobs = []
+    for surface in a.surfaces:
+        for mode in MODES:
+            for cfg in ("baseline", "otelstream"):
+                if applicable(cfg, surface, avail):
+                    jobs.append((cfg, surface, mode))
+            if a.cg_peers and mode == "sync":
+                jobs += [(c, surface, mode) for c in configs.PEERS if applicable(c, surface, avail)]
+    log(f"callgrind: {len(jobs)} runs, {a.jobs} at a time")
+    results = {}
+    with cf.ThreadPoolExecutor(a.jobs) as ex:
+        futs = {ex.submit(cg_one, *j, a): j for j in jobs}
+        for fut in cf.as_completed(futs):
+            cfg, surface, mode = futs[fut]
+            results[f"{cfg}|{surface}|{mode}"] = fut.result()
+    rows = []
+    for surface in a.surfaces:
+        for mode in MODES:
+            base = results.get(f"baseline|{surface}|{mode}")
+            if not base or "ir" not in base:
+                continue
+            for cfg in configs.ALL:
+                r = results.get(f"{cfg}|{surface}|{mode}")
+                if r is None:
+                    continue
+                if "ir" not in r:
+                    rows.append({"config": cfg, "surface": surface, "mode": mode, "error": r.get("error")})
+                    continue
+                ev = r["events"]
+                rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": r["ir"],
+                             "ir_per_event": r["ir"] / ev, "added_ir_per_event": (r["ir"] - base["ir"]) / ev,
+                             "telemetry": r.get("telemetry"),
+                             "produced": cfg == "baseline" or produced(r.get("telemetry"))})  # fmt: skip
+    return {"rows": rows, "streams": a.cg_streams, "deltas": a.deltas}
+
+
+# --- memory ----------------------------------------------------------------------------------------------
+def bench_memory(a, avail: dict) -> dict:
+    rows = []
+    variants = [("baseline", "on"), ("otelstream", "off"), ("otelstream", "on")]
+    for surface in a.mem_surfaces:
+        got = {}
+        for cfg, tracing in variants:
+            if not applicable(cfg, surface, avail):
+                continue
+            log(f"memory {cfg} tracing={tracing} {surface}")
+            got[(cfg, tracing)] = run_worker(["memory", cfg, surface, "--open", str(a.mem_open), "--total",
+                                              str(a.mem_total), "--tracing", tracing], timeout=600)  # fmt: skip
+        base = got.get(("baseline", "on"))
+        for (cfg, tracing), r in got.items():
+            row = {"config": cfg, "tracing": tracing, "surface": surface}
+            if "error" in r:
+                row["error"] = r["error"]
+            else:
+                row.update(open_bytes_per_stream=r["open_bytes_per_stream"], retained_bytes=r["retained_bytes"],
+                           total_streams=r["total_streams"], open_streams=r["open_streams"])  # fmt: skip
+                if base and "error" not in base:
+                    row["added_open_bytes_per_stream"] = r["open_bytes_per_stream"] - base["open_bytes_per_stream"]
+                    row["added_retained_bytes"] = r["retained_bytes"] - base["retained_bytes"]
+            rows.append(row)
+    return {"rows": rows}
+
+
+# --- time to first delta ----------------------------------------------------------------------------------
+def bench_ttfd(a, avail: dict) -> dict:
+    rows = []
+    for surface in ("responses", "chat", "messages"):
+        for cfg in configs.ALL:
+            if cfg == "baseline" or not applicable(cfg, surface, avail):
+                continue
+            r = run_worker(["ttfd", cfg, surface, "--pause", str(a.pause)])
+            row = {"config": cfg, "surface": surface}
+            row.update({k: r.get(k) for k in ("truth_s", "measured_s", "source", "error")})
+            if r.get("measured_s") is not None and r.get("truth_s"):
+                row["error_s"] = r["measured_s"] - r["truth_s"]
+            rows.append(row)
+    return {"rows": rows, "pause_s": a.pause}
+
+
+# --- scale -------------------------------------------------------------------------------------------------
+def bench_scale(a, avail: dict) -> dict:
+    if not applicable("otelstream", "chat", avail):
+        return {"error": "otelstream.instrument not available"}
+    cmd = [python(), os.path.join(HERE, "scale.py"), "--streams", str(a.scale_streams), "--rounds",
+           str(a.scale_rounds)]  # fmt: skip
+    log("scale: " + " ".join(cmd[1:]))
+    p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=900, cwd=ROOT)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"error": (p.stderr or p.stdout).strip().splitlines()[-8:]}
+    return json.loads(lines[-1])
+
+
+# --- baseline.json -----------------------------------------------------------------------------------------
+def cg_check(cg: dict, path: str) -> list[str]:
+    with open(path) as f:
+        ref = json.load(f)["added_ir_per_event"]
+    bad = []
+    for row in cg.get("rows", []):
+        if row["config"] != "otelstream" or "added_ir_per_event" not in row:
+            continue
+        key = f"{row['surface']}|{row['mode']}"
+        if key in ref and row["added_ir_per_event"] > ref[key] * (1 + CG_TOLERANCE):
+            bad.append(f"{key}: {row['added_ir_per_event']:.0f} > {ref[key]:.0f} + 5 %")
+    return bad
+
+
+def write_baseline(cg: dict, path: str, a) -> None:
+    ref = {f"{r['surface']}|{r['mode']}": round(r["added_ir_per_event"])
+           for r in cg["rows"] if r["config"] == "otelstream" and "added_ir_per_event" in r}  # fmt: skip
+    doc = {"what": "callgrind instructions added per event by otelstream (caller's thread + background threads, "
+                   "measured phase only), vs the uninstrumented SDK, CPython 3.11, PYTHONHASHSEED=0",
+           "tolerance": CG_TOLERANCE, "streams": a.cg_streams, "deltas": a.deltas, "budget": 6000,
+           "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+           "added_ir_per_event": ref}  # fmt: skip
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f.readline().split(":", 1)[1].strip()
+    except OSError:
+        pass
+    vers = subprocess.run([python(), "-c", "import sys, openai, anthropic, httpx2, opentelemetry.sdk.version as v, "
+                           "pydantic; print(sys.version.split()[0], openai.__version__, anthropic.__version__, "
+                           "httpx2.__version__, v.__version__, pydantic.VERSION)"],
+                          capture_output=True, text=True).stdout.split()  # fmt: skip
+    keys = ("python", "openai", "anthropic", "httpx2", "opentelemetry_sdk", "pydantic")
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
+            "versions": dict(zip(keys, vers)), "peers": peer_versions()}  # fmt: skip
+
+
+def peer_versions() -> dict:
+    code = ("import importlib.metadata as m, json; out = {}\n"
+            "for n in %r:\n    try: out[n] = m.version(n)\n    except Exception: out[n] = None\nprint(json.dumps(out))")
+    names = [n for pair in configs.PIP_NAMES.values() for n in pair if n != "-"]
+    p = subprocess.run([python(), "-c", code % (names,)], capture_output=True, text=True)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except Exception:
+        return {}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="overhead,cg,memory,scale,ttfd")
+    p.add_argument("--surfaces", default=",".join(canned.SURFACES))
+    p.add_argument("--configs", default=",".join(configs.ALL))
+    p.add_argument("--rounds", type=int, default=4, help="interleaved rounds of timing processes")
+    p.add_argument("--streams", type=int, default=30, help="timed streams per timing process")
+    p.add_argument("--deltas", type=int, default=200, help="deltas per canned stream")
+    p.add_argument("--cg-streams", type=int, default=3)
+    p.add_argument("--cg-peers", action=argparse.BooleanOptionalAction, default=True,
+                   help="also callgrind the peers (sync only)")
+    p.add_argument("--jobs", type=int, default=2, help="callgrind processes at a time")
+    p.add_argument("--mem-surfaces", default="chat,messages")
+    p.add_argument("--mem-open", type=int, default=1000)
+    p.add_argument("--mem-total", type=int, default=10_000)
+    p.add_argument("--scale-streams", type=int, default=10_000)
+    p.add_argument("--scale-rounds", type=int, default=1)
+    p.add_argument("--pause", type=float, default=0.5)
+    p.add_argument("--check", action="store_true", help="callgrind only; fail if above bench/baseline.json + 5 %%")
+    p.add_argument("--write-baseline", action="store_true")
+    p.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    a = p.parse_args()
+    a.surfaces = [s for s in a.surfaces.split(",") if s]
+    a.configs = [c for c in a.configs.split(",") if c]
+    a.mem_surfaces = [s for s in a.mem_surfaces.split(",") if s]
+    only = set(a.only.split(","))
+    if a.check or a.write_baseline:
+        only = {"cg"}
+        a.cg_peers = False
+    t0 = time.time()
+    avail = probe_availability()
+    res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+                 "command": " ".join([os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]),
+                 "python_for_workers": python(),
+                 "available": {f"{c}|{s}": v for (c, s), v in avail.items()}}  # fmt: skip
+    if os.path.exists(a.out) and not (a.check or a.write_baseline):
+        with open(a.out) as f:
+            old = json.load(f)
+        for k in ("overhead", "cg", "memory", "scale", "ttfd"):  # keep sections not re-run
+            if k in old and k not in only:
+                res[k] = old[k]
+    steps = [("overhead", bench_overhead), ("cg", bench_cg), ("memory", bench_memory), ("ttfd", bench_ttfd),
+             ("scale", bench_scale)]  # fmt: skip
+    for name, fn in steps:
+        if name in only:
+            t = time.time()
+            log(f"== {name}")
+            res[name] = fn(a, avail)
+            res[name]["seconds"] = round(time.time() - t, 1)
+    res["seconds"] = round(time.time() - t0, 1)
+    baseline_path = os.path.join(HERE, "baseline.json")
+    if a.write_baseline:
+        write_baseline(res["cg"], baseline_path, a)
+        log(f"wrote {baseline_path}")
+    if a.check:
+        bad = cg_check(res["cg"], baseline_path)
+        print(json.dumps(res["cg"], indent=1))
+        if bad:
+            print("callgrind regression:\n  " + "\n  ".join(bad))
+            raise SystemExit(1)
+        print("callgrind: within bench/baseline.json + 5 %")
+        return
+    if not a.write_baseline:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1, sort_keys=True)
+        from bench import report
+
+        report.write(res, os.path.join(HERE, "RESULTS.md"))
+        log(f"wrote {a.out} and bench/RESULTS.md in {res['seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

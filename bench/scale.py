@@ -1,0 +1,182 @@
+"""10 000 concurrent async streams through the project's fake provider (``otelstream/demo/provider.py``).
+
+    python bench/scale.py [--streams 10000 --tokens 30 --gap 0.1 --rounds 1]
+
+The provider runs in its own process (its CPU is not the client's). Each configuration (baseline, otelstream) runs in
+a fresh client process: first ``--single`` streams one after another (the single-stream figure), then ``--streams``
+streams at once through one ``AsyncOpenAI`` client whose connection limits are raised. Reported per configuration:
+client CPU per event (process CPU time / events) in both phases, peak concurrently open streams, failures, and
+the CPU time of otelstream's watchdog and export threads (``pthread_getcpuclockid``) as a share of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+
+def raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+# --- the provider process ----------------------------------------------------------------------------------
+def provider_main() -> None:
+    raise_nofile()
+    from otelstream.demo import provider as P
+
+    with P.serve(websocket=False) as prov:
+        prov._http.request_queue_size = 4096  # (already listening; the kernel backlog is set by listen())
+        print(json.dumps({"base": prov.base_url}), flush=True)
+        sys.stdin.read()  # until the parent closes our stdin
+
+
+# --- the client process ------------------------------------------------------------------------------------
+def thread_cpu(names: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for t in threading.enumerate():
+        if t.name.startswith(names) and t.ident is not None:
+            try:
+                out[t.name] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            except OSError:
+                pass
+    return out
+
+
+def client_main(a) -> None:
+    raise_nofile()
+    import httpx2
+    import openai
+
+    from bench import configs
+
+    setup = configs.setup(a.config, "chat")
+    headers = {"x-otelstream-tokens": str(a.tokens), "x-otelstream-gap": str(a.gap), "x-otelstream-ttfd": str(a.ttfd)}
+    limits = httpx2.Limits(max_connections=a.streams + 100, max_keepalive_connections=a.streams + 100)
+    http = httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(300.0, connect=120.0))
+    client = openai.AsyncOpenAI(api_key="sk-bench", base_url=a.base + "/v1", max_retries=0, http_client=http)
+    state = {"open": 0, "peak": 0, "events": 0, "failed": 0}
+
+    async def one(h: dict) -> int:
+        n = 0
+        try:
+            stream = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True,
+                stream_options={"include_usage": True}, extra_headers=h)  # fmt: skip
+            state["open"] += 1
+            state["peak"] = max(state["peak"], state["open"])
+            try:
+                async for _ in stream:
+                    n += 1
+            finally:
+                state["open"] -= 1
+        except Exception as exc:  # counted, reported
+            state["failed"] += 1
+            state.setdefault("errors", {}).setdefault(type(exc).__name__, 0)
+            state["errors"][type(exc).__name__] += 1
+        return n
+
+    async def main() -> dict:
+        fast = {**headers, "x-otelstream-gap": "0", "x-otelstream-ttfd": "0"}
+        for _ in range(5):  # warm-up
+            await one(fast)
+        # single-stream figure: one at a time, no pacing
+        c0, w0 = time.process_time(), time.perf_counter()
+        ev = 0
+        for _ in range(a.single):
+            ev += await one(fast)
+        single = {"streams": a.single, "events": ev, "cpu_per_event_ns": (time.process_time() - c0) / ev * 1e9,
+                  "wall_s": time.perf_counter() - w0}  # fmt: skip
+        if setup.config == "otelstream":
+            setup.flush()
+        # concurrent: every stream at once; each lasts ttfd + tokens * gap so that all are open together
+        th0 = thread_cpu(("otelstream",))
+        c0, w0 = time.process_time(), time.perf_counter()
+        counts = await asyncio.gather(*(one(headers) for _ in range(a.streams)))
+        cpu = time.process_time() - c0
+        wall = time.perf_counter() - w0
+        if setup.config == "otelstream":
+            setup.flush()
+        th1 = thread_cpu(("otelstream",))
+        ev = sum(counts)
+        threads = {k: {"cpu_s": th1[k] - th0.get(k, 0.0), "core_share": (th1[k] - th0.get(k, 0.0)) / wall}
+                   for k in th1}  # fmt: skip
+        conc = {"streams": a.streams, "events": ev, "cpu_per_event_ns": cpu / max(ev, 1) * 1e9, "wall_s": wall,
+                "cpu_s": cpu, "peak_open": state["peak"], "failed": state["failed"],
+                "errors": state.get("errors", {}), "threads": threads}  # fmt: skip
+        return {"single": single, "concurrent": conc}
+
+    out = asyncio.run(main())
+    out["config"] = a.config
+    out["telemetry"] = setup.check()
+    print(json.dumps(out), flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("role", nargs="?", default="run", choices=("run", "provider", "client"))
+    p.add_argument("--config", default="baseline")
+    p.add_argument("--base")
+    p.add_argument("--streams", type=int, default=10_000)
+    p.add_argument("--single", type=int, default=300)
+    p.add_argument("--tokens", type=int, default=30)
+    p.add_argument("--gap", type=float, default=0.1)
+    p.add_argument("--ttfd", type=float, default=2.0)
+    p.add_argument("--rounds", type=int, default=1)
+    a = p.parse_args()
+    if a.role == "provider":
+        provider_main()
+        return
+    if a.role == "client":
+        client_main(a)
+        return
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    prov = subprocess.Popen([sys.executable, __file__, "provider"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env)  # fmt: skip
+    try:
+        base = json.loads(prov.stdout.readline())["base"]
+        runs: dict[str, list] = {"baseline": [], "otelstream": []}
+        for r in range(a.rounds):
+            for cfg in (("baseline", "otelstream") if r % 2 == 0 else ("otelstream", "baseline")):
+                cmd = [sys.executable, __file__, "client", "--config", cfg, "--base", base, "--streams",
+                       str(a.streams), "--single", str(a.single), "--tokens", str(a.tokens), "--gap", str(a.gap),
+                       "--ttfd", str(a.ttfd)]  # fmt: skip
+                c = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+                lines = [ln for ln in c.stdout.splitlines() if ln.startswith("{")]
+                if c.returncode != 0 or not lines:
+                    runs[cfg].append({"error": c.stderr.strip().splitlines()[-6:]})
+                else:
+                    runs[cfg].append(json.loads(lines[-1]))
+                time.sleep(2)  # let the provider's threads wind down
+    finally:
+        prov.stdin.close()
+        prov.wait(timeout=30)
+
+    def med(cfg: str, phase: str, key: str) -> float | None:
+        vals = [r[phase][key] for r in runs[cfg] if "error" not in r]
+        return statistics.median(vals) if vals else None
+
+    summary = {}
+    for phase in ("single", "concurrent"):
+        b, o = med("baseline", phase, "cpu_per_event_ns"), med("otelstream", phase, "cpu_per_event_ns")
+        summary[phase] = {"baseline_cpu_per_event_ns": b, "otelstream_cpu_per_event_ns": o,
+                          "added_ns": (o - b) if b is not None and o is not None else None}  # fmt: skip
+    print(json.dumps({"runs": runs, "summary": summary, "settings": vars(a)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
