@@ -14,4 +14,3 @@ from otelstream.demo.provider import FakeProvider, serve
 def provider() -> Iterator[FakeProvider]:
     with serve(record=True, pacing=TEST_PACING, tokens=(6, 10), seed=7) as p:
         yield p
-
