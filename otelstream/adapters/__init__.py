@@ -1,0 +1,38 @@
+"""SDK adapters: wrapt patches that turn SDK stream events into tracker observations (DESIGN §6).
+
+They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules:
+``_common`` (per-call state, observing generators, body-close hook, finalizer, exception mapping), ``openai_sse``,
+``anthropic_sse``, ``openai_ws`` (Responses WebSocket mode) and ``_patch`` (apply/undo in any import order).
+"""
+
+from __future__ import annotations
+
+from otelstream.adapters._patch import PATCHER, Patch
+from otelstream.core.listener import StreamListener
+
+
+def _all_patches() -> list[Patch]:
+    # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
+    from otelstream.adapters import anthropic_sse, openai_sse, openai_ws
+
+    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES]
+
+
+def install(listener: StreamListener, *, stall_threshold_s: float = 30.0) -> None:
+    """Route every observed stream to ``listener`` and apply the patches (now, or when each SDK is imported)."""
+    from otelstream.adapters._common import RUNTIME
+
+    RUNTIME.listener = listener
+    RUNTIME.stall_threshold_ns = int(stall_threshold_s * 1e9)
+    PATCHER.install(_all_patches())
+
+
+def uninstall() -> None:
+    """Remove every patch this process applied; streams already open finish with the listener they started with."""
+    from otelstream.adapters._common import RUNTIME
+
+    PATCHER.remove()
+    RUNTIME.listener = None
+
+
+__all__ = ["PATCHER", "install", "uninstall"]

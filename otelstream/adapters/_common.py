@@ -1,0 +1,334 @@
+"""What every SSE adapter shares: the per-call state, the observing generators, the body-close hook, the finalizer.
+
+Lifecycle of one streamed call (both SDKs):
+
+1. The SDK's request entry (``request`` / ``_request``) is wrapped: for a ``stream=True`` request to a supported
+   surface a ``Call`` is made — tracker created, ``listener.stream_started`` (the span starts on the caller's
+   thread, under whatever is current, e.g. Anthropic's own call span) — and kept in a context variable.
+2. The per-attempt send (``_send_request`` / ``_attempt_request``) stamps ``t_request`` (the last attempt wins),
+   counts attempts, makes our span current around the send, and puts the ``Call`` into
+   ``request.extensions[KEY]`` so that a ``Stream`` built later from that response (``with_raw_response…parse()``)
+   still finds it.
+3. When the SDK builds its ``Stream`` the call is *bound*: the response body is wrapped to see every close, a
+   ``weakref.finalize`` watches the caller's object, and the SDK's ``__stream__`` generator is wrapped by
+   ``observe_sync`` / ``observe_async`` (the only per-event code: a clock read, a ``t_pull`` store, one
+   ``tracker.event``).
+4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per DESIGN §2), the
+   caller's close (seen at the body, when the caller is *not* inside a pull — a close during a pull is the SDK's own
+   ``finally: response.close()``), the finalizer, or ``http_error`` when the request raised before a stream existed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx2  # both SDKs depend on it; this module is imported only when one of them is
+
+from otelstream import _guard
+from otelstream.core.listener import StreamListener
+from otelstream.core.report import StreamStart
+from otelstream.core.tracker import StreamTracker
+
+logger = logging.getLogger("otelstream")
+
+KEY = "_otelstream_call"  # request.extensions key, and the Stream.__dict__ key
+
+Classifier = Callable[[BaseException], "tuple[str, str | None]"]
+
+
+class Runtime:
+    """Process-wide adapter configuration, set by ``instrument()`` (a listener of None means "off")."""
+
+    __slots__ = ("clock", "listener", "stall_threshold_ns")
+
+    def __init__(self) -> None:
+        self.listener: StreamListener | None = None
+        self.clock: Callable[[], int] = time.monotonic_ns
+        self.stall_threshold_ns = 30_000_000_000
+
+
+RUNTIME = Runtime()
+
+# the call being sent on this thread / task, between the request entry and the per-attempt send
+CURRENT: contextvars.ContextVar[Call | None] = contextvars.ContextVar("otelstream_call", default=None)
+
+
+class Call:
+    """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
+
+    __slots__ = ("attempts", "bound", "finalizer", "listener", "observed", "sending", "sse_name", "tracker")
+
+    def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
+        self.tracker = tracker
+        self.listener = listener
+        self.attempts = 0
+        self.sending = 0  # nesting depth of send wrappers (openai's auth retry re-enters _send_request)
+        self.bound = False  # a Stream was built for it
+        self.observed = False  # its events are being observed (anthropic: on the copy)
+        self.finalizer: weakref.finalize[Any, Any] | None = None
+        self.sse_name: str | None = None  # openai: the SSE `event:` of the item being parsed
+
+
+def begin_call(
+    start: StreamStart, *, parent: object | None = None, listener: StreamListener | None = None, **tracker_kwargs: Any
+) -> Call | None:
+    """Create the tracker and start the span (caller's thread). None when instrumentation is off."""
+    if listener is None:
+        listener = RUNTIME.listener
+        if listener is None:
+            return None
+    tracker = StreamTracker(start, clock=RUNTIME.clock, stall_threshold_ns=RUNTIME.stall_threshold_ns, **tracker_kwargs)
+    call = Call(tracker, listener)
+    tracker.handle = listener.stream_started(start, tracker, parent)
+    return call
+
+
+def finish(call: Call, how: str, error_type: str | None = None) -> None:
+    """End the call's stream (first end wins) and hand the report to the listener."""
+    with _guard.guard("adapters.finish"):
+        report = call.tracker.end(how, error_type)
+        if report is None:
+            return
+        fin = call.finalizer
+        if fin is not None:
+            call.finalizer = None
+            fin.detach()
+        call.listener.stream_finished(report, call.tracker.handle)
+
+
+def _finalized(call: Call) -> None:
+    # the caller's stream object was collected without a close and before its end: abandoned (gc)
+    finish(call, "gc")
+
+
+def watch(call: Call, owner: object) -> None:
+    """Finalizer on the object the caller holds. openai's Stream sits in a Stream<->generator cycle, so this runs
+    only at a cyclic collection (research §1.4 #4); the export watchdog's idle fallback covers the rest."""
+    old = call.finalizer
+    if old is not None:  # moves from a raw response wrapper to the Stream that .parse() built from it
+        old.detach()
+    fin = weakref.finalize(owner, _finalized, call)
+    fin.atexit = False  # at interpreter exit the export pipeline is gone: do not report every open stream as gc
+    call.finalizer = fin
+
+
+def body_closed(call: Call) -> None:
+    """The response body is being closed. Inside a pull it is the SDK's own ``finally: response.close()`` (openai
+    ``_streaming.py:117-119``, anthropic ``_streaming.py:124-130``), which runs *before* StopIteration or the error
+    reaches our generator: leave the end to the generator. Otherwise it is the caller (``close()``, a context exit,
+    a helper's ``_response.close()``): abandoned (close), unless a terminal event was already seen."""
+    tracker = call.tracker
+    if tracker.ended or tracker.t_pull:
+        return
+    finish(call, "close")
+
+
+def bind_response(call: Call, response: Any) -> None:
+    """Wrap ``response.stream`` (httpx2 only) to see every close of the body, by any path (research §1.4 #3: the
+    openai helpers close ``_response`` directly, so patching ``Stream.close`` would miss them)."""
+    with _guard.guard("adapters.bind_response"):
+        body = response.stream
+        if isinstance(body, (_BodySync, _BodyAsync, _BodyBoth)):
+            return
+        is_sync = isinstance(body, httpx2.SyncByteStream)
+        is_async = isinstance(body, httpx2.AsyncByteStream)
+        # keep the byte-stream kind: httpx2.Response.close/aclose check it (httpx2/_models.py:976, :1080), and so
+        # does anthropic's tracing wrapper (anthropic/_tracing.py:628-636)
+        if is_sync and is_async:
+            response.stream = _BodyBoth(body, call)
+        elif is_sync:
+            response.stream = _BodySync(body, call)
+        elif is_async:
+            response.stream = _BodyAsync(body, call)
+        # a legacy `httpx` response (openai still accepts httpx clients): no close hook; finalizer and idle cover it
+
+
+class _BodyBase:
+    """Forwards everything else to the wrapped body (``elapsed``, anthropic's ``stream_observer``)."""
+
+    def __init__(self, body: Any, call: Call) -> None:
+        self._otelstream_body = body
+        self._otelstream_call = call
+
+    def __getattr__(self, name: str) -> Any:
+        body = self.__dict__.get("_otelstream_body")
+        if body is None:
+            raise AttributeError(name)
+        return getattr(body, name)
+
+
+# Real subclasses of the httpx2 kinds, so httpx2's and anthropic's isinstance checks hold.
+class _BodySync(_BodyBase, httpx2.SyncByteStream):
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._otelstream_body)  # the inner iterator itself: no per-chunk cost
+
+    def close(self) -> None:
+        body_closed(self._otelstream_call)
+        self._otelstream_body.close()
+
+
+class _BodyAsync(_BodyBase, httpx2.AsyncByteStream):
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._otelstream_body.__aiter__()  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        body_closed(self._otelstream_call)
+        await self._otelstream_body.aclose()
+
+
+class _BodyBoth(_BodySync, httpx2.AsyncByteStream):
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._otelstream_body.__aiter__()  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        body_closed(self._otelstream_call)
+        await self._otelstream_body.aclose()
+
+
+# --- exception mapping (DESIGN §2) -------------------------------------------------------------------------
+def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
+    """The SDK-independent part: cancellation, transport and decode errors. None when undecided."""
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+        return "cancel", None
+    if isinstance(exc, GeneratorExit):
+        return "gc", None
+    if isinstance(exc, ValueError):  # json.JSONDecodeError and friends: undecodable data
+        return "transport_error", type(exc).__name__
+    if isinstance(exc, (httpx2.TransportError, httpx2.StreamError)):
+        return "transport_error", None
+    return None
+
+
+# --- the observing generators (the hot path) ----------------------------------------------------------------
+def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
+    tracker = call.tracker
+    clock = tracker.clock
+    try:
+        tracker.t_pull = clock()
+        for item in gen:
+            try:
+                tracker.event(item, call.sse_name)
+            except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
+                _guard.report("adapters.event", exc)
+            yield item
+            tracker.t_pull = clock()
+    except GeneratorExit:
+        # our generator is closed only when the caller's stream is collected (Stream.close() closes the body,
+        # not the generator: research §1.4 #2); a recorded close already ended the tracker
+        finish(call, "gc")
+        raise
+    except BaseException as exc:
+        _end_with(call, exc, classify)
+        raise
+    else:
+        finish(call, "eof")
+
+
+async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
+    tracker = call.tracker
+    clock = tracker.clock
+    try:
+        tracker.t_pull = clock()
+        async for item in agen:
+            try:
+                tracker.event(item, call.sse_name)
+            except Exception as exc:
+                _guard.report("adapters.event", exc)
+            yield item
+            tracker.t_pull = clock()
+    except GeneratorExit:
+        finish(call, "gc")
+        raise
+    except BaseException as exc:
+        _end_with(call, exc, classify)
+        raise
+    else:
+        finish(call, "eof")
+
+
+def _end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
+    how: str = "transport_error"
+    error_type: str | None = None
+    with _guard.guard("adapters.classify"):
+        how, error_type = classify(exc)
+    finish(call, how, error_type)
+
+
+def error_type_of(exc: BaseException) -> str | None:
+    """The provider's error code/type from an SDK exception (``code``, then ``type``), if it has one."""
+    for attr in ("code", "type"):
+        value = exc.__dict__.get(attr) if hasattr(exc, "__dict__") else None
+        if isinstance(value, str) and value:
+            return value[:64]
+    return None
+
+
+def fail_unbound(call: Call, exc: BaseException) -> None:
+    """The request raised before any stream existed (non-2xx, connection failure before headers): http_error."""
+    if call.bound:
+        return
+    error_type = error_type_of(exc)
+    if error_type is None:
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int):
+            error_type = str(status)
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+        finish(call, "cancel")
+    else:
+        finish(call, "http_error", error_type)
+
+
+def server_of(base_url: Any) -> tuple[str | None, int | None]:
+    """server.address / server.port from the client's base URL (an httpx2.URL)."""
+    try:
+        host = base_url.host or None
+        port = base_url.port
+        if port is None:
+            port = 443 if base_url.scheme == "https" else 80 if base_url.scheme == "http" else None
+        return host, port
+    except Exception:
+        return None, None
+
+
+def path_of(url: object) -> str:
+    """The path of an SDK options URL ('/chat/completions', '/v1/messages?beta=true', or an absolute URL)."""
+    if not isinstance(url, str):
+        return ""
+    path = url.split("?", 1)[0]
+    if "://" in path:
+        path = "/" + path.split("://", 1)[1].partition("/")[2]
+    return path.rstrip("/")
+
+
+def request_of(response: Any) -> Any:
+    try:
+        return response.request
+    except Exception:  # httpx2 raises RuntimeError when a response has no request
+        return None
+
+
+def call_of_response(response: Any) -> Call | None:
+    request = request_of(response)
+    ext = getattr(request, "extensions", None)
+    if type(ext) is dict:
+        call = ext.get(KEY)
+        return call if isinstance(call, Call) else None
+    return None
+
+
+def header(response: Any, names: tuple[str, ...]) -> str | None:
+    try:
+        headers = response.headers
+        for name in names:
+            value = headers.get(name)
+            if value:
+                return str(value)[:128]
+    except Exception:
+        return None
+    return None

@@ -1,0 +1,288 @@
+"""anthropic 2.x Messages streams: ``messages.create(stream=True)``, ``messages.stream()`` (``text_stream``,
+``until_done``, ``get_final_message``), the beta twins, Bedrock and Vertex clients, raw/streaming responses.
+
+Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
+
+- ``SyncAPIClient._request`` / ``AsyncAPIClient._request`` (``_base_client.py:1256``, async twin): the call. It runs
+  *inside* the SDK's own call span (``request()`` makes it current at ``:1250``), so the span we start there nests
+  under it (DESIGN §4: the SDK keeps the one CLIENT span, ours is an INTERNAL child). Bedrock rewrites the URL later,
+  in ``_attempt_request`` → ``_prepare_options``, so the surface is still ``/v1/messages`` here.
+- ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; ``t_request`` and retries.
+- ``Stream.__init__`` / ``AsyncStream.__init__`` (``_streaming.py:33``, ``:154``), post-hook: the SDK iterates a
+  *copy* of the Stream (``_iterator`` is ``copy(self).__stream__()``, ``:47-51``), so the call is put in the
+  instance ``__dict__`` here (the shallow copy carries it) and the finalizer goes on this, the caller's object.
+- ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``:82``, ``:211``): every event, once, on the copy; runs only
+  when first iterated (a stream closed unread is ended by the body-close hook or the finalizer).
+- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): ``event: ping`` is skipped by ``__stream__``
+  (``:93-94``), so keepalives are counted on the raw SSE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from otelstream import _guard, names
+from otelstream.adapters import _common as c
+from otelstream.adapters._patch import Patch
+from otelstream.core.report import StreamStart
+
+
+def _provider(client: Any, host: str | None) -> str:
+    name = type(client).__name__
+    if "Bedrock" in name or (host is not None and "bedrock" in host):
+        return names.PROVIDER_BEDROCK
+    if "Vertex" in name or (host is not None and host.endswith("aiplatform.googleapis.com")):
+        return names.PROVIDER_VERTEX
+    return names.PROVIDER_ANTHROPIC
+
+
+def _start(client: Any, options: Any) -> StreamStart | None:
+    # /v1/messages (beta: /v1/messages?beta=true); legacy /v1/complete is out of scope (DESIGN §1)
+    if not c.path_of(getattr(options, "url", None)).endswith("/v1/messages"):
+        return None
+    body = getattr(options, "json_data", None)
+    model = body.get("model") if isinstance(body, dict) else None
+    host, port = c.server_of(getattr(client, "base_url", None))
+    return StreamStart(
+        surface=names.MESSAGES,
+        provider=_provider(client, host),
+        request_model=model[:256] if isinstance(model, str) else None,
+        server_address=host,
+        server_port=port,
+        t_request_ns=c.RUNTIME.clock(),
+    )
+
+
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call | None:
+    if not kwargs.get("stream"):
+        return None
+    start = _start(client, args[1] if len(args) > 1 else kwargs.get("options"))
+    return None if start is None else c.begin_call(start)
+
+
+_errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
+
+
+def classify(exc: BaseException) -> tuple[str, str | None]:
+    """DESIGN §2: an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200
+    (``_streaming.py:99-112``) → error; APIConnectionError → transport_error; raw httpx2 transport errors, which
+    anthropic does not wrap mid-stream, → transport_error (``classify_common``)."""
+    global _errors
+    if _errors is None:
+        import anthropic
+
+        _errors = (anthropic.APIConnectionError, anthropic.APIError, anthropic.AnthropicError)
+    conn_error, api_error, base_error = _errors
+    if isinstance(exc, conn_error):
+        return "transport_error", None
+    if isinstance(exc, api_error):
+        return "error", c.error_type_of(exc) or _body_error_type(exc)
+    common = c.classify_common(exc)
+    if common is not None:
+        return common
+    if isinstance(exc, base_error):
+        return "error", None
+    return "transport_error", type(exc).__name__
+
+
+def _body_error_type(exc: BaseException) -> str | None:
+    body = getattr(exc, "body", None)
+    err = body.get("error") if isinstance(body, dict) else None
+    value = err.get("type") if isinstance(err, dict) else None
+    return value[:64] if isinstance(value, str) and value else None
+
+
+# --- the call ---------------------------------------------------------------------------------------------
+def _request_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = None
+    with _guard.guard("anthropic.request"):
+        call = _begin(instance, args, kwargs)
+    token = c.CURRENT.set(call)
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        if call is not None:
+            with _guard.guard("anthropic.request"):
+                c.fail_unbound(call, exc)
+        raise
+    finally:
+        c.CURRENT.reset(token)
+    if call is not None:
+        _after_request(call, result)
+    return result
+
+
+async def _request_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = None
+    with _guard.guard("anthropic.request"):
+        call = _begin(instance, args, kwargs)
+    token = c.CURRENT.set(call)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        if call is not None:
+            with _guard.guard("anthropic.request"):
+                c.fail_unbound(call, exc)
+        raise
+    finally:
+        c.CURRENT.reset(token)
+    if call is not None:
+        _after_request(call, result)
+    return result
+
+
+def _after_request(call: c.Call, result: Any) -> None:
+    with _guard.guard("anthropic.after_request"):
+        if call.bound:
+            return
+        http = getattr(result, "http_response", None)
+        if http is not None:  # with_raw_response / with_streaming_response: the Stream comes with .parse()
+            c.bind_response(call, http)
+            c.watch(call, result)
+
+
+def _attempt_enter(call: c.Call) -> object:
+    tracker = call.tracker
+    now = c.RUNTIME.clock()
+    tracker.t_request = now
+    tracker.t_last_ns = now
+    call.attempts += 1
+    tracker.retries = call.attempts - 1
+    return call.listener.activate(tracker.handle)
+
+
+def _attempt_exit(call: c.Call, token: object, result: Any) -> None:
+    with _guard.guard("anthropic.attempt"):
+        call.listener.deactivate(token)
+        response = result[0] if isinstance(result, tuple) and result else None
+        ext = getattr(c.request_of(response), "extensions", None) if response is not None else None
+        if type(ext) is dict:
+            ext[c.KEY] = call  # so a Stream built later by .parse() finds its call
+
+
+def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = c.CURRENT.get()
+    if call is None or call.bound:
+        return wrapped(*args, **kwargs)
+    token: object = None
+    with _guard.guard("anthropic.attempt"):
+        token = _attempt_enter(call)
+    result: Any = None
+    try:
+        result = wrapped(*args, **kwargs)
+        return result
+    finally:
+        _attempt_exit(call, token, result)
+
+
+async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = c.CURRENT.get()
+    if call is None or call.bound:
+        return await wrapped(*args, **kwargs)
+    token: object = None
+    with _guard.guard("anthropic.attempt"):
+        token = _attempt_enter(call)
+    result: Any = None
+    try:
+        result = await wrapped(*args, **kwargs)
+        return result
+    finally:
+        _attempt_exit(call, token, result)
+
+
+# --- the Stream -----------------------------------------------------------------------------------------
+def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    result = wrapped(*args, **kwargs)
+    with _guard.guard("anthropic.stream_init"):
+        _bind(instance)
+    return result
+
+
+def _bind(stream: Any) -> None:
+    if c.KEY in stream.__dict__:
+        return
+    response = stream.response
+    call = c.call_of_response(response)
+    if call is None:
+        options = getattr(stream, "_options", None)
+        start = _start(getattr(stream, "_client", None), options) if options is not None else None
+        if start is None:
+            return
+        call = c.begin_call(start)
+        if call is None:
+            return
+    if call.bound:
+        return
+    call.bound = True
+    stream.__dict__[c.KEY] = call  # copied into the iterating copy by copy(self) (_streaming.py:51)
+    call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
+    c.bind_response(call, response)
+    c.watch(call, stream)
+
+
+def _take(instance: Any) -> c.Call | None:
+    """The call of the copy being iterated, once: a second ``__stream__`` on the same call is not observed."""
+    call = instance.__dict__.get(c.KEY)
+    if not isinstance(call, c.Call) or call.observed:
+        return None
+    call.observed = True
+    return call
+
+
+def _stream_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    gen = wrapped(*args, **kwargs)
+    call = None
+    with _guard.guard("anthropic.stream"):
+        call = _take(instance)
+    return gen if call is None else c.observe_sync(gen, call, classify)
+
+
+def _stream_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agen = wrapped(*args, **kwargs)
+    call = None
+    with _guard.guard("anthropic.stream"):
+        call = _take(instance)
+    return agen if call is None else c.observe_async(agen, call, classify)
+
+
+def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+    tracker = call.tracker
+    for sse in gen:
+        if sse.event == "ping":
+            tracker.keepalive()
+        yield sse
+
+
+async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
+    tracker = call.tracker
+    async for sse in agen:
+        if sse.event == "ping":
+            tracker.keepalive()
+        yield sse
+
+
+def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    gen = wrapped(*args, **kwargs)
+    call = instance.__dict__.get(c.KEY)
+    return _pings_sync(gen, call) if isinstance(call, c.Call) else gen
+
+
+def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agen = wrapped(*args, **kwargs)
+    call = instance.__dict__.get(c.KEY)
+    return _pings_async(agen, call) if isinstance(call, c.Call) else agen
+
+
+PATCHES = (
+    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync),
+    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async),
+    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync),
+    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async),
+    Patch("anthropic._streaming", "Stream.__init__", _stream_init),
+    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream_sync),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream_async),
+    Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync),
+    Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async),
+)

@@ -1,0 +1,340 @@
+"""openai 3.x SSE surfaces: Responses (create, retrieve/resume, helpers, beta), Chat Completions, Completions.
+
+Patch points (file:line refs are openai 3.57, ``site-packages/openai``):
+
+- ``SyncAPIClient.request`` / ``AsyncAPIClient.request`` (``_base_client.py:1135``, ``:1753``): the call, with its
+  ``FinalRequestOptions`` (url, body, query) and ``stream`` flag — classify the surface, start the span. The SDK's
+  retry loop (``:1158-1259``) runs inside it, before any Stream exists.
+- ``_send_request`` on the base clients (``_base_client.py:1097``, ``:1715``) *and* on ``OpenAI`` / ``AsyncOpenAI``
+  (``_client.py:202``, ``:729``), which override it for the auth retry: one attempt per outermost entry, and
+  ``t_request`` is the innermost (last) send. Covers legacy ``httpx`` clients too.
+- ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``_streaming.py:63``, ``:179``): the one choke point every
+  wire event passes once, whatever the consumption style (``for``, ``next()``, helpers, ``until_done()``). It is
+  called eagerly from ``Stream.__init__`` (``:46``, ``:161``) on the caller's own Stream.
+- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``_streaming.py:55``, ``:170``): the raw SSE — the only
+  place ``data: [DONE]`` is visible (it is consumed at ``:72-73``) and where the ``event:`` name classifies
+  lifecycle events a gateway sent without ``type``.
+- ``ResponseStream.__init__`` / ``AsyncResponseStream.__init__`` (``lib/streaming/responses/_responses.py:39``,
+  ``:141``): the ``.stream(response_id=…, starting_after=N)`` helper retrieves from 0 and filters on the client
+  (``:67``, ``:166``); the tracker learns N so the first delta counts only after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from otelstream import _guard, names
+from otelstream.adapters import _common as c
+from otelstream.adapters._patch import Patch
+from otelstream.core.report import StreamStart
+
+_API_TYPE = {
+    names.RESPONSES: "responses",
+    names.CHAT_COMPLETIONS: "chat_completions",
+    names.COMPLETIONS: "completions",
+}
+
+
+# --- classification --------------------------------------------------------------------------------------
+def _surface(options: Any) -> tuple[str, bool] | None:
+    """(surface, is_retrieve) from the request options; None for endpoints we do not observe (images, audio,
+    assistants runs, agents), whose streams pass through untouched."""
+    path = c.path_of(getattr(options, "url", None))
+    if path.endswith("/chat/completions"):
+        return names.CHAT_COMPLETIONS, False
+    if path.endswith("/completions"):
+        return names.COMPLETIONS, False
+    if path.endswith("/responses"):
+        return names.RESPONSES, False
+    method = getattr(options, "method", "")
+    if "/responses/" in path and isinstance(method, str) and method.lower() == "get":
+        return names.RESPONSES, True
+    return None
+
+
+def _provider(client: Any, host: str | None) -> str:
+    if "Azure" in type(client).__name__ or (host is not None and host.endswith(".azure.com")):
+        return names.PROVIDER_AZURE
+    return names.PROVIDER_OPENAI
+
+
+def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | None:
+    found = _surface(options)
+    if found is None:
+        return None
+    surface, retrieve = found
+    body = getattr(options, "json_data", None)
+    body = body if isinstance(body, dict) else {}
+    params = getattr(options, "params", None)
+    params = params if isinstance(params, dict) else {}
+    model = body.get("model")
+    host, port = c.server_of(getattr(client, "base_url", None))
+    kwargs: dict[str, Any] = {}
+    if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
+        n = body.get("n")
+        if type(n) is int and n > 0:
+            kwargs["expected_choices"] = n
+        stream_options = body.get("stream_options")
+        kwargs["usage_requested"] = bool(isinstance(stream_options, dict) and stream_options.get("include_usage"))
+    after = params.get("starting_after")
+    if retrieve and type(after) is int:
+        kwargs["starting_after"] = after
+    start = StreamStart(
+        surface=surface,
+        provider=_provider(client, host),
+        request_model=model[:256] if isinstance(model, str) else None,
+        server_address=host,
+        server_port=port,
+        api_type=_API_TYPE[surface],
+        t_request_ns=c.RUNTIME.clock(),
+        resumed=retrieve,
+    )
+    return start, kwargs
+
+
+def _options_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[1] if len(args) > 1 else kwargs.get("options")
+
+
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call | None:
+    if not kwargs.get("stream"):
+        return None
+    found = _start(client, _options_arg(args, kwargs))
+    if found is None:
+        return None
+    start, tracker_kwargs = found
+    return c.begin_call(start, **tracker_kwargs)
+
+
+_errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
+
+
+def classify(exc: BaseException) -> tuple[str, str | None]:
+    """DESIGN §2: APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band
+    ``{"error": …}`` raised as APIError, ``_streaming.py:95-108``) → error; the rest per ``classify_common``."""
+    global _errors
+    if _errors is None:
+        import openai
+
+        _errors = (openai.APIConnectionError, openai.APIError, openai.OpenAIError)
+    conn_error, api_error, base_error = _errors
+    if isinstance(exc, conn_error):
+        return "transport_error", None
+    if isinstance(exc, api_error):
+        return "error", c.error_type_of(exc)
+    common = c.classify_common(exc)
+    if common is not None:
+        return common
+    if isinstance(exc, base_error):
+        return "error", None
+    return "transport_error", type(exc).__name__
+
+
+# --- the call: request() and the per-attempt send ---------------------------------------------------------
+def _request_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = None
+    with _guard.guard("openai.request"):
+        call = _begin(instance, args, kwargs)
+    # a non-stream request made inside ours (a token refresh, say) must not count as one of our attempts
+    token = c.CURRENT.set(call)
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        if call is not None:
+            with _guard.guard("openai.request"):
+                c.fail_unbound(call, exc)
+        raise
+    finally:
+        c.CURRENT.reset(token)
+    if call is not None:
+        _after_request(call, result)
+    return result
+
+
+async def _request_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = None
+    with _guard.guard("openai.request"):
+        call = _begin(instance, args, kwargs)
+    token = c.CURRENT.set(call)
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        if call is not None:
+            with _guard.guard("openai.request"):
+                c.fail_unbound(call, exc)
+        raise
+    finally:
+        c.CURRENT.reset(token)
+    if call is not None:
+        _after_request(call, result)
+    return result
+
+
+def _after_request(call: c.Call, result: Any) -> None:
+    """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
+    by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
+    with _guard.guard("openai.after_request"):
+        if call.bound:
+            return
+        http = getattr(result, "http_response", None)
+        if http is not None:
+            c.bind_response(call, http)
+            c.watch(call, result)
+
+
+def _send_enter(call: c.Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Stamp the send; returns True for the outermost entry (one attempt)."""
+    tracker = call.tracker
+    now = c.RUNTIME.clock()
+    tracker.t_request = now  # the innermost entry is the real send: it overwrites
+    tracker.t_last_ns = now
+    request = args[0] if args else kwargs.get("request")
+    ext = getattr(request, "extensions", None)
+    if type(ext) is dict:
+        ext[c.KEY] = call
+    if call.sending:
+        return False
+    call.attempts += 1
+    tracker.retries = call.attempts - 1
+    return True
+
+
+def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = c.CURRENT.get()
+    if call is None or call.bound:
+        return wrapped(*args, **kwargs)
+    outer = False
+    token = None
+    with _guard.guard("openai.send"):
+        outer = _send_enter(call, args, kwargs)
+        if outer:
+            token = call.listener.activate(call.tracker.handle)
+    call.sending += 1
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        call.sending -= 1
+        if token is not None:
+            with _guard.guard("openai.send"):
+                call.listener.deactivate(token)
+
+
+async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    call = c.CURRENT.get()
+    if call is None or call.bound:
+        return await wrapped(*args, **kwargs)
+    token = None
+    with _guard.guard("openai.send"):
+        if _send_enter(call, args, kwargs):
+            token = call.listener.activate(call.tracker.handle)
+    call.sending += 1
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        call.sending -= 1
+        if token is not None:
+            with _guard.guard("openai.send"):
+                call.listener.deactivate(token)
+
+
+# --- the Stream -----------------------------------------------------------------------------------------
+def _bind(stream: Any) -> c.Call | None:
+    response = stream.response
+    call = c.call_of_response(response)
+    if call is None:
+        # built outside a patched request (by hand, or the request patch is missing in this SDK version)
+        options = getattr(stream, "_options", None)
+        found = _start(getattr(stream, "_client", None), options) if options is not None else None
+        if found is None:
+            return None
+        call = c.begin_call(found[0], **found[1])
+        if call is None:
+            return None
+    if call.bound:
+        return None
+    call.bound = True
+    stream.__dict__[c.KEY] = call
+    call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
+    c.bind_response(call, response)
+    c.watch(call, stream)
+    return call
+
+
+def _stream_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    gen = wrapped(*args, **kwargs)
+    call = None
+    with _guard.guard("openai.stream"):
+        call = _bind(instance)
+    return gen if call is None else c.observe_sync(gen, call, classify)
+
+
+def _stream_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agen = wrapped(*args, **kwargs)
+    call = None
+    with _guard.guard("openai.stream"):
+        call = _bind(instance)
+    return agen if call is None else c.observe_async(agen, call, classify)
+
+
+def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+    tracker = call.tracker
+    for sse in gen:
+        call.sse_name = sse.event
+        if sse.data.startswith("[DONE]"):
+            try:
+                tracker.done_sentinel()
+            except Exception as exc:
+                _guard.report("openai.done", exc)
+        yield sse
+
+
+async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
+    tracker = call.tracker
+    async for sse in agen:
+        call.sse_name = sse.event
+        if sse.data.startswith("[DONE]"):
+            try:
+                tracker.done_sentinel()
+            except Exception as exc:
+                _guard.report("openai.done", exc)
+        yield sse
+
+
+def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    gen = wrapped(*args, **kwargs)
+    call = instance.__dict__.get(c.KEY)
+    return _raw_sync(gen, call) if isinstance(call, c.Call) else gen
+
+
+def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agen = wrapped(*args, **kwargs)
+    call = instance.__dict__.get(c.KEY)
+    return _raw_async(agen, call) if isinstance(call, c.Call) else agen
+
+
+def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    result = wrapped(*args, **kwargs)
+    with _guard.guard("openai.response_stream"):
+        after = kwargs.get("starting_after")
+        raw = kwargs.get("raw_stream")
+        call = raw.__dict__.get(c.KEY) if raw is not None else None
+        if type(after) is int and isinstance(call, c.Call):
+            call.tracker.client_filter_after = after
+    return result
+
+
+PATCHES = (
+    Patch("openai._base_client", "SyncAPIClient.request", _request_sync),
+    Patch("openai._base_client", "AsyncAPIClient.request", _request_async),
+    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync),
+    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async),
+    Patch("openai._client", "OpenAI._send_request", _send_sync),
+    Patch("openai._client", "AsyncOpenAI._send_request", _send_async),
+    Patch("openai._streaming", "Stream.__stream__", _stream_sync),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream_async),
+    Patch("openai._streaming", "Stream._iter_events", _iter_events_sync),
+    Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async),
+    Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init),
+    Patch("openai.lib.streaming.responses._responses", "AsyncResponseStream.__init__", _response_stream_init),
+)

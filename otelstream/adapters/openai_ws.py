@@ -1,0 +1,356 @@
+"""openai 3.x Responses WebSocket mode: ``responses.connect()`` connections (recv, iteration, ``dispatch_events``)
+and ``ResponsesWebSocketSession`` lanes, sync and async, plus the beta twins.
+
+A "stream" here is one response on one ``stream_id`` lane (None = the default lane): from the ``response.create``
+that asked for it (or, for a server-chained successor, the previous response's end) to its terminal event. Per
+connection we keep one ``_Ws`` (in the connection's ``__dict__``) with a ``_Lane`` per ``stream_id``: a FIFO of
+calls whose ``response.create`` was sent, and the response currently open.
+
+Patch points (openai 3.57, ``site-packages/openai``):
+
+- ``parse_event`` on the four connection classes (``resources/responses/responses.py:4251``, ``:4579``; beta
+  ``resources/beta/responses/responses.py:5074``, ``:5401``): a plain sync method every read path goes through —
+  ``recv()``, iteration, ``dispatch_events()``, the session reader thread/task (``_session.py:498``, ``:644``).
+- ``recv_bytes`` on the same classes (``:4230``, ``:4556``…): the wait (``t_pull``) and how the socket ended — a
+  ``ConnectionClosed`` from here with a response open is ``transport_error`` (abnormal close, also when a reconnect
+  follows: the server-side response is lost), ``cut`` (normal server close), or the caller's close.
+- ``WebSocketConnectionBase.send_raw`` / async twin (``_websocket_connection.py:246``, ``:474``; the connection's
+  ``send`` calls it explicitly on the base class): ``response.create`` time, lane and model.
+- ``ResponsesWebSocketLane.send`` / ``AsyncResponsesWebSocketLane.send`` (``lib/responses_websocket/_session.py:347``,
+  ``:535``): lanes write straight to the socket (``:362``), bypassing ``send_raw``.
+- ``close`` (``_websocket_connection.py:281``, ``:505``): the caller's close abandons open responses.
+- ``_reconnect`` (``:291``, ``:511``): a reconnect becomes an event on the connection span.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import weakref
+from typing import Any
+
+from otelstream import _guard, names
+from otelstream.adapters import _common as c
+from otelstream.adapters._patch import Patch
+from otelstream.core.report import StreamStart
+
+_CONNECTION_CLASSES = frozenset({"ResponsesConnection", "AsyncResponsesConnection"})
+_NOT_A_START = ("response.steer.accepted", "response.steer.pending", "response.steer.failed")
+
+
+class _Lane:
+    __slots__ = ("current", "last_end", "pending")
+
+    def __init__(self) -> None:
+        self.pending: collections.deque[c.Call] = collections.deque()
+        self.current: c.Call | None = None
+        self.last_end = 0
+
+
+class _Ws:
+    __slots__ = ("__weakref__", "closed", "finalizer", "handle", "host", "lanes", "listener", "port", "t_pull")
+
+    def __init__(self, listener: Any, host: str | None, port: int | None) -> None:
+        self.listener = listener
+        self.host = host
+        self.port = port
+        self.handle = listener.connection_opened(host, port)
+        self.lanes: dict[str | None, _Lane] = {}
+        self.t_pull = 0
+        self.closed = False
+        self.finalizer: weakref.finalize[Any, Any] | None = None
+
+    def lane(self, stream_id: str | None) -> _Lane:
+        lane = self.lanes.get(stream_id)
+        if lane is None:
+            lane = self.lanes.setdefault(stream_id, _Lane())
+        return lane
+
+    def end_all(self, how: str, error_type: str | None = None) -> None:
+        for lane in list(self.lanes.values()):
+            call = lane.current
+            lane.current = None
+            if call is not None:
+                c.finish(call, how, error_type)
+            while lane.pending:
+                try:
+                    c.finish(lane.pending.popleft(), how, error_type)
+                except IndexError:
+                    break
+
+
+def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
+    ws = conn.__dict__.get(c.KEY)
+    if ws is not None or not create:
+        return ws  # type: ignore[no-any-return]
+    listener = c.RUNTIME.listener
+    if listener is None or type(conn).__name__ not in _CONNECTION_CLASSES:
+        return None
+    host, port = _peer(conn)
+    ws = conn.__dict__.setdefault(c.KEY, _Ws(listener, host, port))
+    assert isinstance(ws, _Ws)
+    if ws.finalizer is None:
+        fin = weakref.finalize(conn, _dropped, ws)
+        fin.atexit = False
+        ws.finalizer = fin
+    return ws
+
+
+def _peer(conn: Any) -> tuple[str | None, int | None]:
+    try:
+        addr = conn._connection.remote_address
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            return str(addr[0]), int(addr[1])
+    except Exception:
+        pass
+    return None, None
+
+
+def _dropped(ws: _Ws) -> None:
+    with _guard.guard("openai_ws.dropped"):
+        ws.end_all("gc")
+        if not ws.closed:
+            ws.closed = True
+            ws.listener.connection_closed(ws.handle, None)
+
+
+def _provider(ws: _Ws) -> str:
+    host = ws.host
+    return names.PROVIDER_AZURE if host is not None and host.endswith(".azure.com") else names.PROVIDER_OPENAI
+
+
+def _created(ws: _Ws, stream_id: str | None, model: object) -> None:
+    """A ``response.create`` is being sent: start its span and queue it on its lane."""
+    listener = ws.listener
+    start = StreamStart(
+        surface=names.RESPONSES_WEBSOCKET,
+        provider=_provider(ws),
+        request_model=model[:256] if isinstance(model, str) else None,
+        server_address=ws.host,
+        server_port=ws.port,
+        api_type="responses",
+        t_request_ns=c.RUNTIME.clock(),
+        stream_id=stream_id,
+    )
+    call = c.begin_call(start, parent=ws.handle, listener=listener)
+    if call is not None:
+        ws.lane(stream_id).pending.append(call)
+
+
+# --- sends ----------------------------------------------------------------------------------------------
+def _create_payload(data: Any) -> dict[str, Any] | None:
+    if isinstance(data, (bytes, bytearray)):
+        if b'"response.create"' not in data:
+            return None
+    elif not isinstance(data, str) or '"response.create"' not in data:
+        return None
+    payload = json.loads(data)
+    return payload if isinstance(payload, dict) and payload.get("type") == "response.create" else None
+
+
+def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with _guard.guard("openai_ws.send"):
+        payload = _create_payload(args[0] if args else kwargs.get("data"))
+        if payload is None:
+            return
+        ws = _ws_of(instance)
+        if ws is not None:
+            sid = payload.get("stream_id")
+            response = payload.get("response")  # older shape nested the params under "response"
+            model = payload.get("model") or (response.get("model") if isinstance(response, dict) else None)
+            _created(ws, sid if isinstance(sid, str) else None, model)
+
+
+def _send_raw_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _before_send_raw(instance, args, kwargs)
+    return wrapped(*args, **kwargs)
+
+
+async def _send_raw_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _before_send_raw(instance, args, kwargs)
+    return await wrapped(*args, **kwargs)
+
+
+def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with _guard.guard("openai_ws.lane_send"):
+        event = args[0] if args else kwargs.get("event")
+        fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
+        if fields.get("type") != "response.create":
+            return
+        ws = _ws_of(instance._session.connection)
+        if ws is not None:
+            _created(ws, instance._state.stream_id, fields.get("model"))
+
+
+def _lane_send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    # registered before the write: the session's reader thread may parse response.created before send returns
+    _before_lane_send(instance, args, kwargs)
+    return wrapped(*args, **kwargs)
+
+
+async def _lane_send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _before_lane_send(instance, args, kwargs)
+    return await wrapped(*args, **kwargs)
+
+
+# --- receives -------------------------------------------------------------------------------------------
+def _parse_event(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    event = wrapped(*args, **kwargs)
+    try:
+        _observe(instance, event)
+    except Exception as exc:
+        _guard.report("openai_ws.parse_event", exc)
+    return event
+
+
+def _observe(conn: Any, event: Any) -> None:
+    ws = conn.__dict__.get(c.KEY)
+    if ws is None:
+        ws = _ws_of(conn)
+        if ws is None:
+            return
+    d = event.__dict__ if hasattr(event, "__dict__") else event
+    if type(d) is not dict:
+        return
+    sid = d.get("stream_id")
+    lane = ws.lanes.get(sid)
+    if lane is None:
+        lane = ws.lane(sid)
+    call = lane.current
+    if call is None:
+        typ = d.get("type")
+        if typ in _NOT_A_START:
+            return  # a steer acknowledgement between responses belongs to none
+        if lane.pending:
+            call = lane.pending.popleft()
+        elif typ == "response.created":
+            # a server-chained successor (after steering or completion): timed from the previous end
+            _created(ws, sid, None)
+            if not lane.pending:
+                return
+            call = lane.pending.popleft()
+            if lane.last_end:
+                call.tracker.t_request = lane.last_end
+        else:
+            return  # not part of a response we know of
+        lane.current = call
+    tracker = call.tracker
+    if ws.t_pull:
+        tracker.t_pull = ws.t_pull
+        ws.t_pull = 0
+    tracker.event(event, None)
+    if tracker.terminal:
+        lane.current = None
+        lane.last_end = tracker.t_terminal
+        c.finish(call, "eof")
+
+
+def _closed(instance: Any, exc: BaseException) -> None:
+    """recv_bytes raised: the socket is gone. Decide how the open responses ended."""
+    with _guard.guard("openai_ws.closed"):
+        from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+
+        if not isinstance(exc, ConnectionClosed):
+            return
+        ws = _ws_of(instance, create=False)
+        if ws is None:
+            return
+        if instance.__dict__.get("_intentionally_closed"):
+            ws.end_all("close")
+        elif isinstance(exc, ConnectionClosedOK) or (exc.rcvd is not None and exc.rcvd.code == 1000):
+            ws.end_all("eof")  # a normal close by the server: open responses were cut short
+        else:
+            code = exc.rcvd.code if exc.rcvd is not None else 1006
+            ws.end_all("transport_error", f"websocket_close_{code}")
+
+
+def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    ws = instance.__dict__.get(c.KEY)
+    if ws is not None:
+        ws.t_pull = c.RUNTIME.clock()
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as exc:
+        _closed(instance, exc)
+        raise
+
+
+async def _recv_bytes_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    ws = instance.__dict__.get(c.KEY)
+    if ws is not None:
+        ws.t_pull = c.RUNTIME.clock()
+    try:
+        return await wrapped(*args, **kwargs)
+    except Exception as exc:
+        _closed(instance, exc)
+        raise
+
+
+# --- close and reconnect --------------------------------------------------------------------------------
+def _before_close(instance: Any) -> None:
+    with _guard.guard("openai_ws.close"):
+        ws = _ws_of(instance, create=False)
+        if ws is None:
+            return
+        ws.end_all("close")
+        if not ws.closed:
+            ws.closed = True
+            fin = ws.finalizer
+            if fin is not None:
+                fin.detach()
+            ws.listener.connection_closed(ws.handle, None)
+
+
+def _close_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _before_close(instance)
+    return wrapped(*args, **kwargs)
+
+
+async def _close_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _before_close(instance)
+    return await wrapped(*args, **kwargs)
+
+
+def _after_reconnect(instance: Any, exc: Any, ok: object) -> None:
+    with _guard.guard("openai_ws.reconnect"):
+        ws = _ws_of(instance, create=False)
+        if ws is None or ok is not True:
+            return
+        rcvd = getattr(exc, "rcvd", None)
+        code = rcvd.code if rcvd is not None else 1006
+        ws.listener.connection_event(ws.handle, names.SPAN_EVENT_RECONNECT, {"close_code": int(code)})
+
+
+def _reconnect_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    ok = wrapped(*args, **kwargs)
+    _after_reconnect(instance, args[0] if args else kwargs.get("exc"), ok)
+    return ok
+
+
+async def _reconnect_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    ok = await wrapped(*args, **kwargs)
+    _after_reconnect(instance, args[0] if args else kwargs.get("exc"), ok)
+    return ok
+
+
+_RESOURCES = ("openai.resources.responses.responses", "openai.resources.beta.responses.responses")
+PATCHES = (
+    *(
+        Patch(module, f"{cls}.{method}", wrapper)
+        for module in _RESOURCES
+        for cls, method, wrapper in (
+            ("ResponsesConnection", "parse_event", _parse_event),
+            ("AsyncResponsesConnection", "parse_event", _parse_event),
+            ("ResponsesConnection", "recv_bytes", _recv_bytes_sync),
+            ("AsyncResponsesConnection", "recv_bytes", _recv_bytes_async),
+        )
+    ),
+    Patch("openai._websocket_connection", "WebSocketConnectionBase.send_raw", _send_raw_sync),
+    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.send_raw", _send_raw_async),
+    Patch("openai._websocket_connection", "WebSocketConnectionBase.close", _close_sync),
+    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.close", _close_async),
+    Patch("openai._websocket_connection", "WebSocketConnectionBase._reconnect", _reconnect_sync),
+    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase._reconnect", _reconnect_async),
+    Patch("openai.lib.responses_websocket._session", "ResponsesWebSocketLane.send", _lane_send_sync),
+    Patch("openai.lib.responses_websocket._session", "AsyncResponsesWebSocketLane.send", _lane_send_async),
+)

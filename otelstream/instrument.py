@@ -1,0 +1,118 @@
+"""The public switch: ``instrument()`` / ``uninstrument()`` / ``flush()`` / ``start_metrics_server()`` and the
+``OtelStreamInstrumentor`` that ``opentelemetry-instrument`` finds through the ``opentelemetry_instrumentor`` entry
+point (DESIGN §5).
+
+``instrument()`` is idempotent: a second call while instrumented changes nothing (call ``uninstrument()`` first to
+change providers or settings). ``uninstrument()`` restores the SDKs' original functions exactly and shuts the
+export pipeline down after flushing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+import threading
+from collections.abc import Collection
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from otelstream import config
+
+logger = logging.getLogger("otelstream")
+
+_lock = threading.RLock()
+_pipeline: Any = None
+
+# "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
+_SDKS = {"openai": "openai >= 3.40", "anthropic": "anthropic >= 2.10"}
+
+
+def installed_sdks() -> list[str]:
+    return [name for name in _SDKS if importlib.util.find_spec(name) is not None]
+
+
+def instrument(
+    tracer_provider: Any = None, meter_provider: Any = None, registry: Any = None, **settings: Any
+) -> None:
+    """Observe every stream the installed openai / anthropic SDKs consume (before or after they are imported).
+
+    ``settings`` are the keyword forms of the ``OTELSTREAM_*`` table in ``otelstream.config`` (unknown names raise
+    ``TypeError``). ``enabled=False`` (or ``OTELSTREAM_ENABLED=false``) makes this a no-op."""
+    global _pipeline
+    cfg = config.load(settings)
+    if not cfg.enabled:
+        logger.debug("otelstream: disabled (OTELSTREAM_ENABLED=false)")
+        return
+    with _lock:
+        if _pipeline is not None:
+            return
+        from otelstream import adapters
+        from otelstream.export import build_pipeline
+
+        pipeline = build_pipeline(
+            cfg, tracer_provider=tracer_provider, meter_provider=meter_provider, registry=registry
+        )
+        adapters.install(pipeline, stall_threshold_s=cfg.stall_threshold_s)
+        _pipeline = pipeline
+
+
+def uninstrument() -> None:
+    """Undo ``instrument()``: original SDK functions back (identity), pending telemetry flushed, pipeline stopped."""
+    global _pipeline
+    with _lock:
+        pipeline = _pipeline
+        _pipeline = None
+        from otelstream import adapters
+
+        adapters.uninstall()
+        if pipeline is not None:
+            pipeline.shutdown()
+
+
+def is_instrumented() -> bool:
+    return _pipeline is not None
+
+
+def flush(timeout: float = 5.0) -> bool:
+    """Wait until every finished stream's telemetry is recorded; False on timeout (True when not instrumented)."""
+    pipeline = _pipeline
+    return True if pipeline is None else bool(pipeline.flush(timeout))
+
+
+def start_metrics_server(port: int = 9464, addr: str = "127.0.0.1", **tls: Any) -> Any:
+    """Serve ``/metrics`` for the registry otelstream records into (TLS/mTLS keyword options as prometheus_client's
+    ``start_http_server`` takes them). Instruments first (with defaults) when not yet instrumented."""
+    with _lock:
+        if _pipeline is None:
+            instrument()
+        pipeline = _pipeline
+    if pipeline is None:  # disabled
+        return None
+    return pipeline.start_metrics_server(port, addr, **tls)
+
+
+class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """``opentelemetry-instrument`` entry point. Keyword arguments are those of ``instrument()``."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        # BaseInstrumentor requires *all* listed packages; we need any one of the SDKs, so list only those present
+        # (when neither is, list both so the check reports what to install).
+        present = installed_sdks()
+        return [_SDKS[name] for name in present[:1]] if present else list(_SDKS.values())
+
+    def _instrument(self, **kwargs: Any) -> None:
+        known = {f.name for f in dataclasses.fields(config.Settings)}
+        instrument(
+            tracer_provider=kwargs.get("tracer_provider"),
+            meter_provider=kwargs.get("meter_provider"),
+            registry=kwargs.get("registry"),
+            **{k: v for k, v in kwargs.items() if k in known},  # BaseInstrumentor passes its own options too
+        )
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        uninstrument()
+
+
+__all__ = ["OtelStreamInstrumentor", "flush", "instrument", "start_metrics_server", "uninstrument"]
