@@ -34,6 +34,8 @@ for surface in ("responses", "chat_completions", "messages"):
         (surface, F.CUT, {}),
         (surface, F.INCOMPLETE, {}),
         (surface, F.INCOMPLETE, {}),
+        (surface, F.INCOMPLETE, {}),
+        (surface, F.SLOW_FIRST, {TTFD_HEADER: "3"}),
         (surface, F.SLOW_FIRST, {TTFD_HEADER: "3"}),
         (surface, F.STALL, {PAUSE_HEADER: "2"}),
         (surface, F.RESET, {}),
