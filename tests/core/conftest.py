@@ -1,0 +1,11 @@
+"""Fixtures for the core tests."""
+
+from __future__ import annotations
+
+import pytest
+from corehelpers import FakeClock
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

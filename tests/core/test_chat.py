@@ -1,0 +1,208 @@
+"""Chat Completions and legacy Completions chunks: multi-choice, usage-requested, in-band errors, vendor fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from corehelpers import counts, run
+
+from otelstream import names
+
+USAGE = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59,
+         "prompt_tokens_details": {"cached_tokens": 32},
+         "completion_tokens_details": {"reasoning_tokens": 3}}  # fmt: skip
+
+
+def chunk(*choices: dict[str, Any], usage: Any = ..., **kw: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
+                         "choices": list(choices), **kw}  # fmt: skip
+    if usage is not ...:
+        d["usage"] = usage
+    return d
+
+
+def c(index: int = 0, finish: str | None = None, **delta: Any) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "finish_reason": finish}
+
+
+def body(finish: str = "stop", *, usage: bool = False) -> list[Any]:
+    u: Any = None if usage else ...
+    out: list[Any] = [chunk(c(role="assistant", content=""), usage=u), chunk(c(content="Hi"), usage=u),
+                      chunk(c(finish=finish), usage=u)]  # fmt: skip
+    if usage:
+        out.append(chunk(usage=USAGE))
+    out.append("[DONE]")
+    return out
+
+
+@pytest.mark.parametrize(
+    ("finish", "outcome"),
+    [("stop", names.COMPLETED), ("tool_calls", names.COMPLETED), ("function_call", names.COMPLETED),
+     ("length", names.INCOMPLETE), ("content_filter", names.INCOMPLETE)],
+)  # fmt: skip
+def test_finish_reasons(finish: str, outcome: str) -> None:
+    r = run(names.CHAT_COMPLETIONS, body(finish, usage=True))
+    assert r.outcome == outcome and r.finish_reasons == (finish,)
+    assert r.events == 4 and r.deltas == 1 and r.done_sentinel
+    assert r.response_id == "chatcmpl-1" and r.response_model == "gpt-4o-mini"
+    assert not r.anomalies
+
+
+def test_usage_chunk_fields() -> None:
+    r = run(names.CHAT_COMPLETIONS, body(usage=True))
+    assert r.usage_requested
+    assert r.usage.to_json() == {"input_tokens": 50, "output_tokens": 9, "cache_read_input_tokens": 32,
+                                 "cache_write_input_tokens": None, "reasoning_output_tokens": 3}  # fmt: skip
+
+
+def test_no_usage_requested_completes_at_finish_and_flags_usage_missing() -> None:
+    r = run(names.CHAT_COMPLETIONS, body())
+    assert r.outcome == names.COMPLETED and not r.usage_requested
+    assert counts(r) == {names.ANOM_USAGE_MISSING: 1}
+
+
+def test_usage_requested_but_usage_chunk_lost_is_cut() -> None:
+    """Offline: chunks carrying a `usage` key mean usage was requested; without the usage chunk it is not complete."""
+    evs = body(usage=True)[:3]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.CUT and r.finish_reasons == ("stop",)
+    assert counts(r)[names.ANOM_USAGE_MISSING] == 1
+
+
+def test_usage_requested_live_flag() -> None:
+    r = run(names.CHAT_COMPLETIONS, body()[:3], usage_requested=True)
+    assert r.outcome == names.CUT
+
+
+def test_usage_on_the_finish_chunk() -> None:
+    """Mistral/DeepSeek/Together put usage on the finish_reason chunk itself."""
+    evs = [chunk(c(content="Hi")), chunk(c(finish="stop"), usage=USAGE), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.COMPLETED and r.usage.input_tokens == 50 and not r.anomalies
+
+
+def test_missing_done_after_complete_answer() -> None:
+    r = run(names.CHAT_COMPLETIONS, body(usage=True)[:-1])
+    assert r.outcome == names.COMPLETED and counts(r) == {names.ANOM_MISSING_DONE: 1}
+
+
+def test_missing_done_not_flagged_when_layer_cannot_see_it() -> None:
+    r = run(names.CHAT_COMPLETIONS, body(usage=True)[:-1], done_observable=False)
+    assert not r.anomalies
+
+
+def test_cut_mid_answer() -> None:
+    r = run(names.CHAT_COMPLETIONS, body()[:2])
+    assert r.outcome == names.CUT and r.finish_reasons == () and r.error_type == names.CUT
+
+
+# --- multi-choice -------------------------------------------------------------------------------------------------
+def test_n2_interleaved_worst_choice_wins() -> None:
+    evs = [chunk(c(0, content="a")), chunk(c(1, content="b")), chunk(c(0, finish="stop")),
+           chunk(c(1, finish="length")), "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.INCOMPLETE and r.finish_reasons == ("stop", "length")
+
+
+def test_n2_one_choice_unfinished_is_cut() -> None:
+    evs = [chunk(c(0, content="a")), chunk(c(1, content="b")), chunk(c(0, finish="stop"))]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.CUT
+
+
+def test_expected_choices_from_the_request() -> None:
+    """Live, n comes from the request: n=2 with only choice 0 seen and finished is not complete."""
+    evs = [chunk(c(0, content="a")), chunk(c(0, finish="stop")), "[DONE]"]
+    assert run(names.CHAT_COMPLETIONS, evs, expected_choices=2).outcome == names.CUT
+    assert run(names.CHAT_COMPLETIONS, evs).outcome == names.COMPLETED
+
+
+def test_choice_finished_twice_is_flagged() -> None:
+    evs = [chunk(c(0, content="a")), chunk(c(0, finish="length")), chunk(c(0, finish="length")), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.INCOMPLETE and counts(r)[names.ANOM_EVENT_AFTER_TERMINAL] == 1
+
+
+def test_choice_cap_bounds_memory() -> None:
+    evs = [chunk(c(i, content="x")) for i in range(300)]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.deltas == 300 and counts(r)[names.ANOM_BAD_FIELD] == 300 - 128
+
+
+# --- deltas ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("delta", "is_delta"),
+    [
+        ({"content": "x"}, True),
+        ({"refusal": "no"}, True),
+        ({"reasoning_content": "hmm"}, True),  # DeepSeek / vLLM
+        ({"reasoning": "hmm"}, True),  # OpenRouter / Groq
+        ({"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]}, True),
+        ({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}]}, False),
+        ({"role": "assistant", "content": ""}, False),
+        ({"content": None, "refusal": ""}, False),
+        ({}, False),
+    ],
+)
+def test_delta_definition(delta: dict[str, Any], is_delta: bool) -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk({"index": 0, "delta": delta, "finish_reason": None})])
+    assert r.deltas == int(is_delta) and r.events == 1
+
+
+def test_parallel_tool_calls() -> None:
+    def tc(i: int, args: str) -> dict[str, Any]:
+        return c(tool_calls=[{"index": i, "function": {"arguments": args}}])
+
+    evs = [chunk(c(role="assistant")), chunk(tc(0, "")), chunk(tc(0, '{"a":1}')), chunk(tc(1, "")),
+           chunk(tc(1, '{"b":2}')), chunk(c(finish="tool_calls")), "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.COMPLETED and r.deltas == 2 and r.finish_reasons == ("tool_calls",)
+
+
+# --- in-band errors ----------------------------------------------------------------------------------------------
+def test_error_object_after_200() -> None:
+    evs = [chunk(c(content="a")), {"error": {"message": "boom", "type": "server_error", "code": None}}]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.ERROR and r.error_type == "server_error" and r.events == 2
+
+
+def test_error_beats_earlier_finish_and_keeps_usage() -> None:
+    """OpenRouter: finish_reason length, then an error chunk that also carries the billed usage."""
+    err = {"error": {"code": 400, "message": "Token limit reached"}, "choices": [], "usage": USAGE}
+    evs = [chunk(c(content="a")), chunk(c(finish="length")), err, "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.ERROR and r.error_type == "400" and r.finish_reasons == ("length",)
+    assert r.usage.input_tokens == 50 and names.ANOM_USAGE_MISSING not in counts(r)
+
+
+def test_azure_empty_first_chunk_id() -> None:
+    evs = [{"id": "", "model": "", "object": "", "choices": [], "prompt_filter_results": []},
+           chunk(c(content="a")), chunk(c(finish="stop")), "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.response_id == "chatcmpl-1" and r.response_model == "gpt-4o-mini"
+
+
+def test_bad_choices_field() -> None:
+    r = run(names.CHAT_COMPLETIONS, [{"choices": "nope"}, {"choices": [None, 3]}])
+    assert counts(r)[names.ANOM_BAD_FIELD] >= 1 and r.outcome == names.CUT
+
+
+# --- legacy completions -------------------------------------------------------------------------------------------
+def tchunk(text: str, finish: str | None = None, index: int = 0) -> dict[str, Any]:
+    return {"id": "cmpl-1", "object": "text_completion", "model": "davinci-002",
+            "choices": [{"text": text, "index": index, "finish_reason": finish}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(("finish", "outcome"), [("stop", names.COMPLETED), ("length", names.INCOMPLETE)])
+def test_completions(finish: str, outcome: str) -> None:
+    r = run(names.COMPLETIONS, [tchunk("a"), tchunk("b"), tchunk("", finish), "[DONE]"])
+    assert r.outcome == outcome and r.deltas == 2 and r.events == 3
+    assert counts(r) == {names.ANOM_USAGE_MISSING: 1}
+
+
+def test_completions_cut_and_usage() -> None:
+    assert run(names.COMPLETIONS, [tchunk("a")]).outcome == names.CUT
+    evs = [tchunk("a"), tchunk("", "stop"), {"id": "cmpl-1", "choices": [], "usage": USAGE}, "[DONE]"]
+    r = run(names.COMPLETIONS, evs)
+    assert r.outcome == names.COMPLETED and r.usage.output_tokens == 9 and not r.anomalies

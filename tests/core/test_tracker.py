@@ -1,0 +1,215 @@
+"""The tracker itself: timing with an injected clock, end reasons, exactly-one report, caps, buckets."""
+
+from __future__ import annotations
+
+import pytest
+from corehelpers import MS, FakeClock, counts, run, tracker
+
+from otelstream import names
+from otelstream.core.report import StreamStart
+from otelstream.core.tracker import END_REASONS, StreamTracker
+
+DELTA = {"type": "response.output_text.delta", "delta": "x"}
+
+
+def resp(typ: str, seq: int, **kw: object) -> dict[str, object]:
+    return {"type": typ, "sequence_number": seq, **kw}
+
+
+def test_times_from_request_with_fake_clock(clock: FakeClock) -> None:
+    t = tracker(names.RESPONSES, clock)
+    t_req = clock()
+    # the caller asks at +1 ms, the first (non-delta) event arrives at +51 ms
+    clock.advance(1 * MS)
+    t.t_pull = clock()
+    clock.advance(50 * MS)
+    t.event(resp("response.created", 0))
+    # the caller spends 5 ms with it, asks again, waits 200 ms for the first delta
+    clock.advance(5 * MS)
+    t.t_pull = clock()
+    clock.advance(200 * MS)
+    t.event({**DELTA, "sequence_number": 1})
+    # consumer 2 ms, wait 10 ms, second delta
+    clock.advance(2 * MS)
+    t.t_pull = clock()
+    clock.advance(10 * MS)
+    t.event({**DELTA, "sequence_number": 2})
+    clock.advance(1 * MS)
+    t.t_pull = clock()
+    clock.advance(3 * MS)
+    t.event(resp("response.completed", 3, response={"id": "resp_1"}))
+    r = t.end("eof")
+    assert r is not None
+    assert r.t_request_ns == t_req
+    assert r.time_to_first_event_ns == 51 * MS
+    assert r.time_to_first_delta_ns == 256 * MS
+    assert r.wait_ns == (50 + 200 + 10 + 3) * MS
+    assert r.max_wait_ns == 200 * MS
+    assert r.consumer_ns == (5 + 2 + 1) * MS
+    assert r.t_end_ns - r.t_request_ns == 272 * MS  # the terminal event ends the answer
+    assert r.outcome == names.COMPLETED
+    assert r.events == 4 and r.deltas == 2
+
+
+def test_wait_in_progress_at_end_counts(clock: FakeClock) -> None:
+    t = tracker(names.RESPONSES, clock)
+    t.t_pull = clock()
+    clock.advance(40 * MS)
+    r = t.end("eof")
+    assert r is not None
+    assert r.wait_ns == 40 * MS and r.max_wait_ns == 40 * MS
+    assert r.outcome == names.CUT and r.time_to_first_event_ns is None and r.time_to_first_delta_ns is None
+
+
+def test_stalls_recorded_and_capped(clock: FakeClock) -> None:
+    t = StreamTracker(StreamStart(surface=names.RESPONSES), clock=clock, stall_threshold_ns=100 * MS)
+    for i in range(names.MAX_RECORDED_STALLS + 3):
+        t.t_pull = clock()
+        clock.advance(150 * MS)
+        t.event({**DELTA, "sequence_number": i})
+    r = t.end("close")
+    assert r is not None
+    assert r.stall_count == names.MAX_RECORDED_STALLS + 3
+    assert len(r.stalls) == names.MAX_RECORDED_STALLS
+    assert r.stalls[0].wait_s == pytest.approx(0.15)
+
+
+def test_time_per_output_chunk_buckets_exact(clock: FakeClock) -> None:
+    t = tracker(names.RESPONSES, clock)
+    gaps_ms = [0.5, 0.5, 3, 7, 7, 100, 100_000]  # the last one overflows into +Inf
+    t.event({**DELTA, "sequence_number": 0})  # the first delta starts the clock, it is not a chunk interval
+    for i, g in enumerate(gaps_ms, start=1):
+        clock.advance(int(g * MS))
+        t.event({**DELTA, "sequence_number": i})
+    t.event(resp("keepalive", len(gaps_ms) + 1))  # not a delta: no interval
+    r = t.end("eof")
+    assert r is not None
+    bounds = names.TIME_PER_CHUNK_BUCKETS
+    assert len(r.chunk_counts) == len(bounds) + 1
+    assert sum(r.chunk_counts) == len(gaps_ms)
+    assert sum(r.chunk_sums_ns) == sum(int(g * MS) for g in gaps_ms)
+    expected = [0] * (len(bounds) + 1)
+    for g in gaps_ms:
+        i = next((k for k, b in enumerate(bounds) if g / 1000 <= b), len(bounds))
+        expected[i] += 1
+    assert list(r.chunk_counts) == expected
+    assert r.chunk_counts[-1] == 1 and r.chunk_sums_ns[-1] == 100_000 * MS
+    buckets = r.chunk_buckets()
+    assert buckets[0] == (2, pytest.approx(0.001))
+
+
+def test_bucket_boundary_is_inclusive(clock: FakeClock) -> None:
+    """Prometheus buckets are `le`: a gap exactly on a bound lands in that bound's bucket."""
+    t = tracker(names.RESPONSES, clock)
+    t.event({**DELTA, "sequence_number": 0})
+    clock.advance(int(names.TIME_PER_CHUNK_BUCKETS[1] * 1e9))
+    t.event({**DELTA, "sequence_number": 1})
+    r = t.end("eof")
+    assert r is not None
+    assert r.chunk_counts[1] == 1
+
+
+@pytest.mark.parametrize(
+    ("how", "outcome", "reason"),
+    [
+        ("eof", names.CUT, None),
+        ("close", names.ABANDONED, names.ABANDON_CLOSE),
+        ("gc", names.ABANDONED, names.ABANDON_GC),
+        ("cancel", names.ABANDONED, names.ABANDON_CANCEL),
+        ("idle", names.ABANDONED, names.ABANDON_IDLE),
+        ("transport_error", names.TRANSPORT_ERROR, None),
+        ("http_error", names.HTTP_ERROR, None),
+        ("error", names.ERROR, None),
+        ("something-new", names.TRANSPORT_ERROR, None),
+    ],
+)
+def test_end_reason_without_terminal(how: str, outcome: str, reason: str | None) -> None:
+    r = run(names.RESPONSES, [resp("response.created", 0), {**DELTA, "sequence_number": 1}], how=how)
+    assert r.outcome == outcome
+    assert r.abandoned_reason == reason
+    if outcome in names.BAD_OUTCOMES:
+        assert r.error_type is not None
+
+
+def test_end_reasons_listed() -> None:
+    assert set(END_REASONS) >= {"eof", "close", "gc", "cancel", "idle", "transport_error", "http_error", "error"}
+
+
+@pytest.mark.parametrize("how", ["close", "gc", "cancel", "eof", "transport_error"])
+def test_close_after_terminal_keeps_outcome(how: str) -> None:
+    r = run(names.RESPONSES, [resp("response.created", 0), resp("response.completed", 1)], how=how)
+    assert r.outcome == names.COMPLETED and r.abandoned_reason is None
+
+
+def test_error_end_beats_completed() -> None:
+    """An SDK exception carrying an in-band error outranks what was seen before (error > completed)."""
+    clk = FakeClock()
+    t = tracker(names.MESSAGES, clk)
+    t.event({"type": "message_start", "message": {"id": "m"}})
+    r = t.end("error", "overloaded_error")
+    assert r is not None and r.outcome == names.ERROR and r.error_type == "overloaded_error"
+
+
+def test_exactly_one_report_and_nothing_after(clock: FakeClock) -> None:
+    t = tracker(names.RESPONSES, clock)
+    t.event(resp("response.created", 0))
+    first = t.end("close")
+    assert first is not None
+    assert t.end("eof") is None
+    t.event({**DELTA, "sequence_number": 1})
+    t.keepalive()
+    t.done_sentinel()
+    assert t.end("error") is None
+    assert first.events == 1 and first.keepalives == 0 and first.deltas == 0
+
+
+def test_anomalies_capped_counts_exact() -> None:
+    events = [resp("response.created", 0)] + [{"type": f"response.future_{i}", "sequence_number": i} for i in
+                                              range(1, 101)]  # fmt: skip
+    r = run(names.RESPONSES, events)
+    assert len(r.anomalies) == names.MAX_REPORTED_ANOMALIES
+    assert counts(r)[names.ANOM_UNKNOWN_EVENT] == 100
+    assert r.anomalies[0].event_index == 1
+    assert r.events == 101
+
+
+def test_keepalive_and_done_not_events() -> None:
+    r = run(names.CHAT_COMPLETIONS, [("ping", {"type": "ping"}), {"choices": []}, "[DONE]"])
+    assert r.keepalives == 1 and r.events == 1 and r.done_sentinel
+
+
+def test_non_mapping_event_is_bad_field_not_crash() -> None:
+    r = run(names.RESPONSES, [42, "text", None, [1, 2]])
+    assert r.events == 4 and r.deltas == 0
+    assert counts(r)[names.ANOM_BAD_FIELD] == 4
+
+
+def test_sdk_like_object_read_through_dict() -> None:
+    class Ev:
+        def __init__(self, **kw: object) -> None:
+            self.__dict__.update(kw)
+
+    r = run(names.RESPONSES, [Ev(type="response.created", sequence_number=0),
+                              Ev(type="response.output_text.delta", sequence_number=1, delta="hi"),
+                              Ev(type="response.completed", sequence_number=2, response=None)])  # fmt: skip
+    assert r.outcome == names.COMPLETED and r.deltas == 1
+
+
+def test_backwards_clock_is_ignored(clock: FakeClock) -> None:
+    t = tracker(names.RESPONSES, clock)
+    t.t_pull = clock()
+    clock.advance(-5 * MS)
+    t.event(resp("response.created", 0))
+    r = t.end("eof")
+    assert r is not None and r.wait_ns == 0 and r.max_wait_ns == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [(5, 5), (5.0, 5), (-1, None), (float("nan"), None), (float("inf"), None), ("7", None), (True, None)],
+)
+def test_token_validation(value: object, ok: int | None) -> None:
+    r = run(names.RESPONSES, [resp("response.completed", 0, response={"usage": {"input_tokens": value}})])
+    assert r.usage.input_tokens == ok
+    if ok is None:
+        assert counts(r)[names.ANOM_BAD_FIELD] == 1
