@@ -27,8 +27,9 @@ from otelstream.core.tracker import END_REASONS, StreamTracker
 
 MESSAGES_TYPES = ("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                   "message_delta", "message_stop", "ping", "error")  # fmt: skip
-FIELD_NAMES = ("type", "sequence_number", "delta", "response", "code", "error", "id", "model", "object", "choices",
-               "usage", "message", "index", "content_block", "item_id", "output_index", "text", "stream_id")  # fmt: skip
+FIELD_NAMES = ("type", "sequence_number", "delta", "response", "code", "error", "id", "model", "object",
+               "choices", "usage", "message", "index", "content_block", "item_id", "output_index", "text",
+               "stream_id")  # fmt: skip
 
 huge_ints = st.sampled_from([2**63, 2**64 + 1, -(2**63), 10**300, -(10**300), 10**4000, -1, -(10**4000)])
 numbers = st.one_of(
@@ -70,10 +71,18 @@ responses_events = st.fixed_dictionaries(
         "delta": _value(st.text(max_size=10)),
         "code": hostile,
         "error": hostile,
-        "response": _value(st.fixed_dictionaries({}, optional={
-            "id": hostile, "model": hostile, "usage": _value(usage_values), "error": hostile,
-            "incomplete_details": _value(st.fixed_dictionaries({"reason": hostile})),
-        })),  # fmt: skip
+        "response": _value(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": hostile,
+                    "model": hostile,
+                    "usage": _value(usage_values),
+                    "error": hostile,
+                    "incomplete_details": _value(st.fixed_dictionaries({"reason": hostile})),
+                },
+            )
+        ),
     },
 )
 chat_choice = st.fixed_dictionaries(
@@ -82,11 +91,22 @@ chat_choice = st.fixed_dictionaries(
         "index": _value(st.integers(min_value=-2, max_value=200)),
         "finish_reason": _value(st.sampled_from(["stop", "length", "content_filter", "tool_calls"])),
         "text": hostile,
-        "delta": _value(st.fixed_dictionaries({}, optional={
-            "content": hostile, "refusal": hostile, "reasoning_content": hostile,
-            "tool_calls": _value(st.lists(st.fixed_dictionaries({"function": _value(st.fixed_dictionaries(
-                {"arguments": hostile}))}), max_size=3)),
-        })),  # fmt: skip
+        "delta": _value(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "content": hostile,
+                    "refusal": hostile,
+                    "reasoning_content": hostile,
+                    "tool_calls": _value(
+                        st.lists(
+                            st.fixed_dictionaries({"function": _value(st.fixed_dictionaries({"arguments": hostile}))}),
+                            max_size=3,
+                        )
+                    ),
+                },
+            )
+        ),
     },
 )
 chat_events = st.fixed_dictionaries(
@@ -106,12 +126,23 @@ messages_events = st.fixed_dictionaries(
     optional={
         "type": _value(st.sampled_from(MESSAGES_TYPES)),
         "message": _value(st.fixed_dictionaries({}, optional={"id": hostile, "model": hostile, "usage": usage_values})),
-        "delta": _value(st.fixed_dictionaries({}, optional={
-            "type": _value(st.sampled_from(["text_delta", "thinking_delta", "input_json_delta", "citations_delta",
-                                            "signature_delta"])),
-            "text": hostile, "thinking": hostile, "partial_json": hostile, "citation": hostile,
-            "stop_reason": _value(st.sampled_from(["end_turn", "max_tokens", "refusal", "tool_use"])),
-        })),  # fmt: skip
+        "delta": _value(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "type": _value(
+                        st.sampled_from(
+                            ["text_delta", "thinking_delta", "input_json_delta", "citations_delta", "signature_delta"]
+                        )
+                    ),
+                    "text": hostile,
+                    "thinking": hostile,
+                    "partial_json": hostile,
+                    "citation": hostile,
+                    "stop_reason": _value(st.sampled_from(["end_turn", "max_tokens", "refusal", "tool_use"])),
+                },
+            )
+        ),
         "usage": _value(usage_values),
         "error": hostile,
     },
@@ -165,8 +196,9 @@ def _run(surface: str, events: list[Any], names_: list[str | None], how: str, *,
     return report
 
 
-@settings(max_examples=scaled(300), deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                            HealthCheck.data_too_large])
+@settings(
+    max_examples=scaled(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(
     surface=st.sampled_from(names.SURFACES),
     data=st.data(),
@@ -190,8 +222,27 @@ def test_any_event_sequence_gives_one_valid_report(
 @pytest.mark.parametrize("surface", names.SURFACES)
 @pytest.mark.parametrize(
     "value",
-    [None, True, -1, 2**63, 10**4000, -(10**4000), math.nan, math.inf, -math.inf, 1.5, "12", "", "x" * 100_000,
-     [], [1, 2], {}, {"a": {"b": []}}, b"bytes", object()],
+    [
+        None,
+        True,
+        -1,
+        2**63,
+        10**4000,
+        -(10**4000),
+        math.nan,
+        math.inf,
+        -math.inf,
+        1.5,
+        "12",
+        "",
+        "x" * 100_000,
+        [],
+        [1, 2],
+        {},
+        {"a": {"b": []}},
+        b"bytes",
+        object(),
+    ],
     ids=lambda v: type(v).__name__ + (repr(v)[:12] if not isinstance(v, str | bytes) else str(len(v))),
 )
 def test_wrong_type_in_every_field(surface: str, value: Any) -> None:
@@ -315,7 +366,7 @@ def test_deeply_nested_event_is_harmless() -> None:
         {"type": "response.completed", "sequence_number": 2, "response": {"usage": nested, "error": nested}},
     ]
     for surface in names.SURFACES:
-        report = _run(surface, events + [nested, {"choices": [nested] * 3, "usage": nested}],
+        report = _run(surface, [*events, nested, {"choices": [nested] * 3, "usage": nested}],
                       [None] * 5, "eof", as_object=False)  # fmt: skip
         assert_valid_report(report)
 
