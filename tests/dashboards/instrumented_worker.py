@@ -46,6 +46,7 @@ for surface in ("responses", "chat_completions", "messages"):
     if surface != "messages":
         PLAN.append((surface, F.HTTP_500, {}))
 PLAN += [("responses", F.FAILED, {}), ("responses", F.SEQ_GAP, {}), ("responses", F.SEQ_DUP, {})]
+PLAN += [("responses", F.TRAILING_DONE, {})]  # a protocol anomaly (trailing_done)
 
 
 def stream_once(oa: openai.OpenAI, an: anthropic.Anthropic, surface: str, fault: str, extra: dict[str, str]) -> None:

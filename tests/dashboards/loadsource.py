@@ -33,9 +33,7 @@ class LoadSource:
 
 
 def start_load(workdir: Path) -> LoadSource:
-    missing = [
-        m for m in ("otelstream.instrument", "otelstream.adapters.anthropic") if importlib.util.find_spec(m) is None
-    ]
+    missing = [m for m in ("otelstream.instrument",) if importlib.util.find_spec(m) is None]
     if not missing:
         from instrumentedload import start_instrumented_load
 
