@@ -7,6 +7,7 @@ are exercised.
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -19,7 +20,11 @@ from otelstream.core.report import StreamStart
 from otelstream.core.tracker import END_REASONS, StreamTracker
 
 # OTELSTREAM_HYPOTHESIS_EXAMPLES=4000 for a longer hunt (4 000 examples ran clean, about 90 s)
-SETTINGS = settings(max_examples=int(os.environ.get("OTELSTREAM_HYPOTHESIS_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("OTELSTREAM_HYPOTHESIS_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
@@ -158,7 +163,7 @@ def test_skipped_numbers_equal_true_gaps(steps: list[int]) -> None:
                                               "sequence_number": n}, None) for n in seqs])  # fmt: skip
     r = t.end("eof")
     assert r is not None
-    true_gaps = [b - a - 1 for a, b in zip(seqs, seqs[1:], strict=False) if b - a > 1]
+    true_gaps = [b - a - 1 for a, b in itertools.pairwise(seqs) if b - a > 1]
     assert r.sequence.gaps == len(true_gaps) and r.sequence.skipped == sum(true_gaps)
     assert r.sequence.duplicates == 0 and r.sequence.out_of_order == 0 and not r.sequence.bad_start
     assert r.sequence.first == 0 and r.sequence.last == seqs[-1]
