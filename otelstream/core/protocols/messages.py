@@ -107,5 +107,11 @@ def _usage(t: StreamTracker, usage: object) -> None:
         t.usage_cache_read = t.tokens(cache_read, "cache_read_input_tokens")
     if cache_write is not None:
         t.usage_cache_write = t.tokens(cache_write, "cache_creation_input_tokens")
+    # newer servers report thinking tokens as output_tokens_details.thinking_tokens (message_delta, cumulative)
+    details = u.get("output_tokens_details")
+    if details is not None:
+        thinking = fields(details).get("thinking_tokens")
+        if thinking is not None:
+            t.usage_reasoning = t.tokens(thinking, "thinking_tokens")
     if t.usage_input_raw is not None:
         t.usage_input = t.usage_input_raw + (t.usage_cache_read or 0) + (t.usage_cache_write or 0)
