@@ -1,0 +1,489 @@
+"""``otelstream demo``: stream through a local fake provider with the real SDKs and show what otelstream measured.
+
+Starts the fake provider and the ``/metrics`` endpoint, instruments with ``otelstream.instrument(registry=…)``,
+drives ``--streams`` streams (mixed surfaces, sync and async, WebSocket included) with a planned fault mix, then
+prints per-surface tables read back from the same registry ``/metrics`` serves. The plan is a pure function of
+``--seed``, so outcome counts repeat exactly; only timings vary.
+
+Module import stays light (the CLI imports every subcommand to build its parser): SDKs, OTel and the provider are
+imported inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from otelstream import names
+from otelstream.demo import faults as F
+
+DEFAULT_STREAMS: Final = 300
+DEFAULT_CONCURRENCY: Final = 48
+DEFAULT_METRICS_PORT: Final = 9464
+STALL_THRESHOLD_S: Final = 1.0  # the demo's `stall` pauses 1.5 s: over this threshold, so the stall gauge moves
+ABANDON_AFTER_DELTAS: Final = 2
+# One model per surface: the semantic-convention series (TTFD, tokens) carry no surface label, so the table (and a
+# Grafana panel filtered by model) tells the surfaces apart by model.
+MODEL_BY_SURFACE: Final = {
+    names.RESPONSES: "gpt-4o-mini",
+    names.RESPONSES_WEBSOCKET: "gpt-4.1-mini",
+    names.CHAT_COMPLETIONS: "gpt-4o",
+    names.COMPLETIONS: "gpt-3.5-turbo-instruct",
+    names.MESSAGES: "claude-sonnet-4-5",
+}
+SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
+_TERMINAL_WS: Final = ("response.completed", "response.failed", "response.incomplete", "error")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    presets = ", ".join(F.PRESETS)
+    parser.add_argument("--streams", type=int, default=DEFAULT_STREAMS, help="streams to run (default %(default)s)")
+    parser.add_argument(
+        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="streams open at once (default %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="plan seed: same seed, same outcome counts (default 1)")
+    parser.add_argument(
+        "--faults",
+        default="default",
+        metavar="MIX",
+        help=f"fault mix: a preset ({presets}) or weights like ok=70,cut=5,stall=3 (faults: {', '.join(F.FAULTS)})",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="after the table, keep the fake provider and /metrics up (with light traffic) until Ctrl-C",
+    )
+    parser.add_argument("--spans", choices=("none", "console"), default="none", help="print spans to stdout")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_METRICS_PORT, help="/metrics port (default %(default)s; 0 = any free)"
+    )
+    parser.add_argument("--provider-port", type=int, default=0, help="fake provider port (default: any free)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# --- the plan ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    index: int
+    surface: str
+    fault: str
+    is_async: bool
+
+
+def plan(streams: int, mix: F.FaultMix, seed: int) -> list[Job]:
+    """Exactly ``mix.counts(streams)`` faults, each on a surface where it applies; a pure function of the seed."""
+    rng = random.Random(seed)
+    jobs = []
+    for i, fault in enumerate(mix.assign(streams, rng)):
+        surfaces = DEMO_SURFACES[fault]
+        jobs.append(Job(i, rng.choice(surfaces), fault, rng.random() < 0.5))
+    return jobs
+
+
+DEMO_SURFACES: Final[Mapping[str, tuple[str, ...]]] = {
+    **F.DEMO_SURFACES_BY_FAULT,
+    F.ABANDON: SSE_SURFACES,  # closing a WebSocket mid-response is a cut or an abandon depending on the observer
+}
+
+
+def expected_by_surface(jobs: list[Job]) -> dict[str, dict[str, int]]:
+    """surface → outcome → streams, as the fault table promises."""
+    out: dict[str, dict[str, int]] = {}
+    for job in jobs:
+        per = out.setdefault(job.surface, {})
+        outcome = F.EXPECTED_OUTCOME[job.fault]
+        per[outcome] = per.get(outcome, 0) + 1
+    return out
+
+
+# --- progress ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    total: int
+    enabled: bool = True
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _last_pct: int = -1
+
+    def tick(self) -> None:
+        with self._lock:
+            self.done += 1
+
+    def draw(self, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        done, total = self.done, max(1, self.total)
+        pct = int(100 * done / total)
+        elapsed = time.monotonic() - self.started
+        width = 30
+        bar = "#" * (width * done // total) + "-" * (width - width * done // total)
+        line = f"  streams [{bar}] {done}/{self.total}  {pct:3d}%  {elapsed:5.1f} s"
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + line + ("\n" if final else ""))
+        elif final or pct // 25 != self._last_pct // 25:  # a log file gets a line per quarter, not a spinner
+            sys.stderr.write(line + "\n")
+        self._last_pct = pct
+        sys.stderr.flush()
+
+
+# --- driving streams ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Clients:
+    openai: Any
+    openai_async: Any
+    anthropic: Any
+    anthropic_async: Any
+
+
+def _request(job: Job) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    from otelstream.demo.provider import FAULT_HEADER
+
+    fault = F.OK if job.fault == F.ABANDON else job.fault
+    headers = {FAULT_HEADER: fault}
+    model = MODEL_BY_SURFACE[job.surface]
+    if job.surface == names.RESPONSES:
+        return (lambda c: c.responses.create), {"model": model, "input": "Say hello.", "stream": True,
+                                               "extra_headers": headers}  # fmt: skip
+    if job.surface == names.CHAT_COMPLETIONS:
+        return (lambda c: c.chat.completions.create), {
+            "model": model, "messages": [{"role": "user", "content": "Say hello."}], "stream": True,
+            "stream_options": {"include_usage": True}, "extra_headers": headers,
+        }  # fmt: skip
+    if job.surface == names.COMPLETIONS:
+        return (lambda c: c.completions.create), {"model": model, "prompt": "Say hello.", "stream": True,
+                                                 "stream_options": {"include_usage": True},
+                                                 "extra_headers": headers}  # fmt: skip
+    return (lambda c: c.messages.create), {"model": model, "max_tokens": 256, "stream": True,
+                                          "messages": [{"role": "user", "content": "Say hello."}],
+                                          "extra_headers": headers}  # fmt: skip
+
+
+def _is_delta(item: Any) -> bool:
+    """Cheap client-side guess, only to know when an `abandon` caller should walk away."""
+    kind = getattr(item, "type", None)
+    if isinstance(kind, str):
+        return kind.endswith(".delta") or kind == "content_block_delta"
+    return bool(getattr(item, "choices", None))
+
+
+def _client_for(clients: Clients, job: Job) -> Any:
+    anth = job.surface == names.MESSAGES
+    client = (
+        (clients.anthropic_async if job.is_async else clients.anthropic)
+        if anth
+        else (clients.openai_async if job.is_async else clients.openai)
+    )
+    if job.fault == F.NO_HEADERS:  # the provider never answers: a short read timeout makes it an http_error
+        client = client.with_options(timeout=0.5)
+    return client
+
+
+def run_sync_job(clients: Clients, job: Job) -> str | None:
+    """Run one stream on the caller's thread; returns the exception type name the SDK raised, if any."""
+    try:
+        if job.surface == names.RESPONSES_WEBSOCKET:
+            _ws_sync(clients.openai, job)
+            return None
+        create, kwargs = _request(job)
+        stream = create(_client_for(clients, job))(**kwargs)
+        deltas = 0
+        with stream:
+            for item in stream:
+                if job.fault == F.ABANDON and _is_delta(item):
+                    deltas += 1
+                    if deltas >= ABANDON_AFTER_DELTAS:
+                        break  # leaving the `with` closes the stream before its end: abandoned
+    except Exception as exc:  # the SDK raising is part of the show (in-band errors, resets, non-2xx)
+        return type(exc).__name__
+    return None
+
+
+async def run_async_job(clients: Clients, job: Job) -> str | None:
+    try:
+        if job.surface == names.RESPONSES_WEBSOCKET:
+            await _ws_async(clients.openai_async, job)
+            return None
+        create, kwargs = _request(job)
+        stream = await create(_client_for(clients, job))(**kwargs)
+        deltas = 0
+        async with stream:
+            async for item in stream:
+                if job.fault == F.ABANDON and _is_delta(item):
+                    deltas += 1
+                    if deltas >= ABANDON_AFTER_DELTAS:
+                        break
+    except Exception as exc:
+        return type(exc).__name__
+    return None
+
+
+def _ws_create_kwargs(job: Job) -> dict[str, Any]:
+    return {
+        "model": MODEL_BY_SURFACE[job.surface],
+        "input": "Say hello.",
+        "stream_id": f"lane-{job.index % 3}",
+        "metadata": {"otelstream_fault": job.fault},
+    }
+
+
+def _ws_sync(client: Any, job: Job) -> None:
+    with client.responses.connect() as conn:
+        conn.response.create(**_ws_create_kwargs(job))
+        for event in conn:
+            if event.type in _TERMINAL_WS:
+                break
+
+
+async def _ws_async(client: Any, job: Job) -> None:
+    async with client.responses.connect() as conn:
+        await conn.response.create(**_ws_create_kwargs(job))
+        async for event in conn:
+            if event.type in _TERMINAL_WS:
+                break
+
+
+async def drive(jobs: list[Job], clients: Clients, concurrency: int, progress: Progress) -> dict[str, int]:
+    """Run every job with at most ``concurrency`` open at once; sync jobs on a thread pool. Returns raised types."""
+    loop = asyncio.get_running_loop()
+    gate = asyncio.Semaphore(max(1, concurrency))
+    raised: dict[str, int] = {}
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="otelstream-demo") as pool:
+
+        async def one(job: Job) -> None:
+            async with gate:
+                if job.is_async:
+                    name = await run_async_job(clients, job)
+                else:
+                    name = await loop.run_in_executor(pool, run_sync_job, clients, job)
+            if name is not None:
+                raised[name] = raised.get(name, 0) + 1
+            progress.tick()
+
+        async def ticker() -> None:
+            while True:
+                progress.draw()
+                await asyncio.sleep(0.1)
+
+        tick_task = asyncio.create_task(ticker())
+        try:
+            await asyncio.gather(*(one(job) for job in jobs))
+        finally:
+            tick_task.cancel()
+            progress.draw(final=True)
+    return raised
+
+
+def make_clients(provider: Any, concurrency: int) -> Clients:
+    import anthropic
+    import httpx2
+    import openai
+
+    # enough pooled connections for every concurrent stream; no SDK retries so each fault is seen once
+    limits = httpx2.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
+    timeout = httpx2.Timeout(30.0, connect=5.0)
+    return Clients(
+        openai=openai.OpenAI(
+            **provider.openai_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.Client(limits=limits))
+        ),
+        openai_async=openai.AsyncOpenAI(
+            **provider.openai_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.AsyncClient(limits=limits))
+        ),
+        anthropic=anthropic.Anthropic(
+            **provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.Client(limits=limits))
+        ),
+        anthropic_async=anthropic.AsyncAnthropic(
+            **provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.AsyncClient(limits=limits))
+        ),
+    )
+
+
+async def _close_clients(clients: Clients) -> None:
+    clients.openai.close()
+    clients.anthropic.close()
+    await clients.openai_async.close()
+    await clients.anthropic_async.close()
+
+
+def _warm_up(clients: Clients) -> None:
+    """One uninstrumented stream per surface first: the SDKs' one-time parse setup (tens of ms on the first event)
+    would otherwise show up as time to first delta."""
+    for surface in names.SURFACES:
+        run_sync_job(clients, Job(-1, surface, F.OK, False))
+
+
+# --- the run ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DemoResult:
+    jobs: list[Job]
+    expected: dict[str, dict[str, int]]  # surface → outcome → streams the fault plan promises
+    table: str  # what was printed
+    stats: Mapping[str, Any]  # surface → table.SurfaceStats
+    registry: Any  # the prometheus_client.CollectorRegistry /metrics served
+    raised: dict[str, int]  # exception types the SDKs raised to the demo's callers
+    elapsed_s: float
+    metrics_url: str | None
+    matches: bool
+
+
+DEMO_PACING_KW: Final = {"ttfd_s": 0.25, "gap_s": 0.02, "jitter": 0.5, "pause_s": 1.5, "no_headers_s": 10.0}
+
+
+def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
+    """The whole demo; ``run`` prints its result. Tests call this to get the registry as well as the table."""
+    # from the module, not the package: `otelstream.instrument` names the submodule once it has been imported
+    from otelstream.demo import table as T
+    from otelstream.demo.provider import FakeProvider
+    from otelstream.demo.streams import Pacing
+    from otelstream.instrument import flush, instrument, is_instrumented, uninstrument
+
+    out = out or sys.stdout
+    mix = F.FaultMix.parse(args.faults)
+    jobs = plan(args.streams, mix, args.seed)
+    expected = expected_by_surface(jobs)
+    if is_instrumented():
+        raise RuntimeError("otelstream is already instrumented in this process; the demo needs its own registry")
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    tracer_provider = None
+    if args.spans == "console":
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
+
+    provider = FakeProvider(port=args.provider_port, pacing=Pacing(**DEMO_PACING_KW), seed=args.seed,
+                            tokens=(8, 40), mix=mix)  # fmt: skip
+    provider.start()
+    metrics_server: Any = None
+    clients = make_clients(provider, args.concurrency)
+    try:
+        _warm_up(clients)
+        instrument(tracer_provider=tracer_provider, registry=registry, enabled=True,
+                              stall_threshold_s=STALL_THRESHOLD_S)  # fmt: skip
+        metrics_server, metrics_url = _start_metrics(args.port, out)
+        progress = Progress(len(jobs), enabled=not getattr(args, "quiet", False))
+        t0 = time.monotonic()
+        raised = asyncio.run(_drive_and_close(jobs, clients, args.concurrency, progress))
+        elapsed = time.monotonic() - t0
+        flush(timeout=10.0)
+        exposition = generate_latest(registry).decode()
+        stats = T.collect(T.parse_exposition(exposition), MODEL_BY_SURFACE)
+        text = T.render(stats)
+        got = {s: {o: n for o, n in st.outcomes.items() if n} for s, st in stats.items()}
+        result = DemoResult(jobs, expected, text, stats, registry, raised, elapsed, metrics_url, got == expected)
+        if keep_serving:
+            _print_result(result, args, out)
+            _serve_forever(provider, metrics_url, args, mix, out)
+        return result
+    finally:
+        uninstrument()
+        if metrics_server is not None:
+            _stop_metrics(metrics_server)
+        provider.close()
+
+
+async def _drive_and_close(jobs: list[Job], clients: Clients, concurrency: int, progress: Progress) -> dict[str, int]:
+    try:
+        return await drive(jobs, clients, concurrency, progress)
+    finally:
+        await _close_clients(clients)
+
+
+def _start_metrics(port: int, out: Any) -> tuple[Any, str | None]:
+    from otelstream.instrument import start_metrics_server
+
+    try:
+        server = start_metrics_server(port=port)
+    except OSError as exc:
+        if port == 0:
+            raise
+        print(f"note: port {port} is taken ({exc.strerror}); serving /metrics on a free port instead", file=out)
+        server = start_metrics_server(port=0)
+    if isinstance(server, tuple) and server and hasattr(server[0], "server_port"):
+        return server, f"http://127.0.0.1:{server[0].server_port}/metrics"
+    return server, None
+
+
+def _stop_metrics(server: Any) -> None:
+    if isinstance(server, tuple) and server and hasattr(server[0], "shutdown"):
+        server[0].shutdown()
+        server[0].server_close()
+
+
+def _print_result(result: DemoResult, args: argparse.Namespace, out: Any) -> None:
+    n = len(result.jobs)
+    print(
+        f"\n{n} streams through the real openai and anthropic clients against a local fake provider "
+        f"in {result.elapsed_s:.1f} s (seed {args.seed}, concurrency {args.concurrency}, mix {args.faults!r})\n",
+        file=out,
+    )
+    print(result.table, file=out)
+    asked = ", ".join(f"{f} {c}" for f, c in F.FaultMix.parse(args.faults).counts(n).items() if c)
+    print(f"\nfaults served: {asked}", file=out)
+    if result.matches:
+        print("every outcome above is what the fault plan promised, read back from Prometheus", file=out)
+    else:
+        print("MISMATCH between the fault plan and what Prometheus counted:", file=out)
+        for surface in sorted(set(result.expected) | set(result.stats)):
+            got = {o: c for o, c in result.stats[surface].outcomes.items() if c} if surface in result.stats else {}
+            if got != result.expected.get(surface, {}):
+                print(f"  {surface}: expected {result.expected.get(surface, {})}, counted {got}", file=out)
+    if result.metrics_url:
+        print(f"metrics: {result.metrics_url}" + ("" if args.serve else " (stopped at exit; --serve keeps it up)"),
+              file=out)  # fmt: skip
+    print("models by surface (the TTFD and token series carry a model label, not a surface): "
+          + ", ".join(f"{s}={m}" for s, m in MODEL_BY_SURFACE.items()), file=out)  # fmt: skip
+    out.flush()
+
+
+def _serve_forever(provider: Any, metrics_url: str | None, args: argparse.Namespace, mix: F.FaultMix, out: Any) -> None:
+    print("\nserving until Ctrl-C:", file=out)
+    print(f"  fake provider (OpenAI base_url):    {provider.openai_base_url}", file=out)
+    print(f"  fake provider (Anthropic base_url): {provider.base_url}", file=out)
+    print(f"  fake provider (websocket_base_url): {provider.ws_base_url}", file=out)
+    if metrics_url:
+        print(f"  Prometheus scrape target:           {metrics_url}", file=out)
+    print("  light traffic continues with the same fault mix so dashboards keep moving", file=out)
+    out.flush()
+    clients = make_clients(provider, max(1, args.concurrency // 4))
+    seed = args.seed
+    quiet = Progress(0, enabled=False)
+    try:
+        while True:
+            seed += 1
+            jobs = plan(max(4, args.concurrency // 4), mix, seed)
+            asyncio.run(drive(jobs, clients, max(1, args.concurrency // 4), quiet))
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("\nstopped", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        result = execute(args, keep_serving=bool(args.serve))
+    except (RuntimeError, ValueError) as exc:
+        print(f"otelstream demo: {exc}", file=sys.stderr)
+        return 2
+    if not args.serve:
+        _print_result(result, args, sys.stdout)
+    return 0 if result.matches else 1
