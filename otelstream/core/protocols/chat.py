@@ -112,7 +112,10 @@ def _usage(t: StreamTracker, usage: object) -> None:
     t.usage_seen = True
     t.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
     t.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
-    t.usage_cache_read = t.tokens(fields(u.get("prompt_tokens_details")).get("cached_tokens"), "cached_tokens")
+    cached = fields(u.get("prompt_tokens_details")).get("cached_tokens")
+    if cached is None:
+        cached = extra(usage, "cached_tokens")  # Together reports it at the top level of usage
+    t.usage_cache_read = t.tokens(cached, "cached_tokens")
     t.usage_reasoning = t.tokens(
         fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens"
     )
