@@ -1,0 +1,93 @@
+"""``otelstream demo`` in-process: the table's outcome counts equal the fault plan and the Prometheus samples."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+
+import pytest
+
+from otelstream import names
+from otelstream.demo import faults as F
+from otelstream.demo import run as R
+from otelstream.demo import table as T
+
+pytest.importorskip("otelstream.adapters")
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    R.add_arguments(parser)
+    return parser.parse_args(["--port", "0", "--quiet", *argv])
+
+
+def _prometheus_outcomes(registry: object) -> dict[str, dict[str, int]]:
+    """Straight from the registry's samples (not through the demo's own parser)."""
+    out: dict[str, dict[str, int]] = {}
+    for family in registry.collect():  # type: ignore[attr-defined]
+        for s in family.samples:
+            if s.name == names.PROM_STREAMS + "_total" and s.value:
+                per = out.setdefault(s.labels[names.LABEL_SURFACE], {})
+                per[s.labels[names.LABEL_OUTCOME]] = per.get(s.labels[names.LABEL_OUTCOME], 0) + int(s.value)
+    return out
+
+
+def test_plan_is_exact_and_repeatable() -> None:
+    mix = F.FaultMix.parse("default")
+    a, b = R.plan(200, mix, 1), R.plan(200, mix, 1)
+    assert a == b and a != R.plan(200, mix, 2)
+    counts: dict[str, int] = {}
+    for job in a:
+        counts[job.fault] = counts.get(job.fault, 0) + 1
+        assert job.surface in R.DEMO_SURFACES[job.fault]
+    assert counts == {f: n for f, n in mix.counts(200).items() if n}
+    assert {j.surface for j in a} == set(names.SURFACES) and {j.is_async for j in a} == {True, False}
+
+
+def test_fault_mix_parsing() -> None:
+    assert F.FaultMix.parse("ok=3,cut=1").counts(8) == {"ok": 6, "cut": 2}
+    assert F.FaultMix.parse("cut").counts(3) == {"cut": 3}
+    assert sum(F.FaultMix.parse("everything").counts(37).values()) == 37
+    for bad in ("nope=1", "ok=-1", "ok=0", "ok=x"):
+        with pytest.raises(ValueError):
+            F.FaultMix.parse(bad)
+    assert F.FaultMix.parse("ok=2,cut=1").assign(3, random.Random(0)).count("ok") == 2
+
+
+def test_demo_in_process_counts_match_plan_and_prometheus() -> None:
+    args = _args("--streams", "48", "--concurrency", "16", "--seed", "3", "--faults", "everything")
+    out = io.StringIO()
+    result = R.execute(args, out=out)
+    table = T.parse_outcome_table(result.table)
+    total = table.pop("total")
+    zero = dict.fromkeys(names.OUTCOMES, 0)
+    expected = {s: {**zero, **per} for s, per in result.expected.items()}
+    assert table == expected, "the table's outcome counts are the fault plan's"
+    prom = _prometheus_outcomes(result.registry)
+    assert {s: {**zero, **per} for s, per in prom.items()} == table, "and the Prometheus samples"
+    assert sum(total.values()) == 48
+    assert result.matches
+    # every kind of trouble in the plan shows up somewhere in the second table
+    ws = result.stats.get(names.RESPONSES_WEBSOCKET)
+    seq_total = sum(st.sequence.get(names.SEQ_GAP, 0) for st in result.stats.values())
+    planned_gaps = sum(1 for j in result.jobs if j.fault == F.SEQ_GAP)
+    assert seq_total == planned_gaps
+    if ws is not None:
+        assert ws.tokens_out > 0
+
+
+def test_same_seed_same_outcome_counts() -> None:
+    first = R.execute(_args("--streams", "30", "--concurrency", "15", "--seed", "1"), out=io.StringIO())
+    second = R.execute(_args("--streams", "30", "--concurrency", "15", "--seed", "1"), out=io.StringIO())
+    assert T.parse_outcome_table(first.table) == T.parse_outcome_table(second.table)
+    assert first.matches and second.matches
+
+
+def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code = R.run(_args("--streams", "12", "--concurrency", "12", "--faults", "ok=3,cut=1"))
+    printed = capsys.readouterr().out
+    assert code == 0
+    table = T.parse_outcome_table(printed)
+    assert table["total"][names.COMPLETED] == 9 and table["total"][names.CUT] == 3
+    assert "every outcome above is what the fault plan promised" in printed
