@@ -1,8 +1,9 @@
 """A stand-in load: writes exactly the DESIGN §4 series into a prometheus_client registry and serves it.
 
 It is not otelstream — it is the contract written down a second time, from ``otelstream.names`` — and serves two
-purposes in the end-to-end test: the fallback while the instrumented path is unavailable, and the source of the
-one series the real load cannot produce on demand (``otelstream_reports_dropped_total`` needs a full export queue).
+purposes in the end-to-end test: the source of the one series the real load cannot produce on demand
+(``otelstream_reports_dropped_total`` needs a full export queue), and, with ``OTELSTREAM_E2E_STAND_IN=1``, the
+whole load when working on the dashboards without the SDKs.
 """
 
 from __future__ import annotations
