@@ -43,25 +43,33 @@ def _rdelta(seq: int, text: str) -> bytes:
 
 
 def responses(variant: str) -> list[bytes]:
+    item = {"id": "m", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
     frames = [
         sse({"type": "response.created", "sequence_number": 0, "response": _RESP}, "response.created"),
-        _rdelta(1, "Hel"),
-        _rdelta(2, "lo"),
-    ]
+        sse({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+            "response.output_item.added"),
+        sse({"type": "response.content_part.added", "sequence_number": 2, "item_id": "m", "output_index": 0,
+             "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}},
+            "response.content_part.added"),
+        _rdelta(3, "Hel"),
+        _rdelta(4, "lo"),
+    ]  # fmt: skip
     if variant == "error":
         return [*frames, sse({"type": "error", "code": "server_error", "message": "boom", "param": None,
-                              "sequence_number": 3}, "error")]  # fmt: skip
+                              "sequence_number": 5}, "error")]  # fmt: skip
     if variant == "cut":
         return frames
     status = {"failed": "failed", "incomplete": "incomplete"}.get(variant, "completed")
-    final = {**_RESP, "status": status, "usage": _USAGE}
+    done_item = {"id": "m", "type": "message", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": "Hello", "annotations": []}]}  # fmt: skip
+    final = {**_RESP, "status": status, "usage": _USAGE, "output": [done_item]}
     if status == "failed":
         final["error"] = {"code": "server_error", "message": "x"}
     if status == "incomplete":
         final["incomplete_details"] = {"reason": "max_output_tokens"}
-    terminal = sse({"type": f"response.{status}", "sequence_number": 3, "response": final}, f"response.{status}")
+    terminal = sse({"type": f"response.{status}", "sequence_number": 5, "response": final}, f"response.{status}")
     if variant == "keepalive":
-        return [frames[0], KEEPALIVE, sse({"type": "ping"}, "ping"), frames[1], KEEPALIVE, frames[2], terminal]
+        return [frames[0], KEEPALIVE, sse({"type": "ping"}, "ping"), *frames[1:4], KEEPALIVE, frames[4], terminal]
     return [*frames, terminal]
 
 

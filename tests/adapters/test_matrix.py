@@ -41,12 +41,12 @@ class Surface:
 SURFACES = [
     Surface("responses.create", "openai", names.RESPONSES,
             lambda c, h: c.responses.create(model="gpt-test", input="x", stream=True, extra_headers=h),
-            4, 2, (7, 2), False),
+            6, 2, (7, 2), False),
     Surface("beta.responses.create", "openai", names.RESPONSES,
             lambda c, h: c.beta.responses.create(model="gpt-test", input="x", stream=True, extra_headers=h),
-            4, 2, (7, 2), False),
+            6, 2, (7, 2), False),
     Surface("responses.retrieve", "openai", names.RESPONSES,
-            lambda c, h: c.responses.retrieve("resp_1", stream=True, starting_after=1, extra_headers=h),
+            lambda c, h: c.responses.retrieve("resp_1", stream=True, starting_after=3, extra_headers=h),
             2, 1, (7, 2), False, resumed=True),
     Surface("chat.create", "openai", names.CHAT_COMPLETIONS,
             lambda c, h: c.chat.completions.create(model="gpt-test", messages=MSGS, stream=True,
@@ -333,9 +333,8 @@ def test_cancelled_async(rec: RecordingListener) -> None:
         stream = d.open(**{"x-slow": "5"})
 
         async def go() -> None:
-            task = asyncio.ensure_future(stream.__anext__())
-            await asyncio.sleep(0.05)
-            await task  # the created event
+            for _ in range(3):  # the events before the first delta, which the server holds back
+                await stream.__anext__()
             task = asyncio.ensure_future(stream.__anext__())
             await asyncio.sleep(0.05)
             task.cancel()

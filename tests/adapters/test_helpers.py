@@ -1,0 +1,179 @@
+"""Helper surfaces (``.stream()`` managers, ``text_stream``, ``until_done``, final-response getters), raw and
+streaming responses, the client-side resume filter, and failure isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import openai
+import pytest
+
+from otelstream import _guard, names
+from tests.adapters.conftest import anthropic_client, async_anthropic_client, async_openai_client, openai_client
+from tests.adapters.recording import RecordingListener
+
+MSGS = [{"role": "user", "content": "x"}]
+
+
+def test_responses_stream_helper(rec: RecordingListener) -> None:
+    with openai_client().responses.stream(model="gpt-test", input="x") as s:
+        final = s.get_final_response()
+    assert final.id == "resp_1"
+    r = rec.one()
+    assert (r.outcome, r.events, r.deltas, r.usage.output_tokens) == (names.COMPLETED, 6, 2, 2)
+
+
+def test_responses_stream_helper_until_done_and_iteration(rec: RecordingListener) -> None:
+    with openai_client().responses.stream(model="gpt-test", input="x") as s:
+        types = [e.type for e in s]
+    assert types[-1] == "response.completed"
+    with openai_client().responses.stream(model="gpt-test", input="x") as s:
+        s.until_done()
+    assert [r.events for r in rec.reports] == [6, 6]  # each wire event once, helper events not counted
+
+
+def test_responses_stream_helper_exit_early(rec: RecordingListener) -> None:
+    with openai_client().responses.stream(model="gpt-test", input="x") as s:
+        next(iter(s))
+    r = rec.one()  # the manager's exit closes `_response` directly (research §1.4 #3)
+    assert (r.outcome, r.abandoned_reason) == (names.ABANDONED, names.ABANDON_CLOSE)
+
+
+def test_responses_resume_helper_filters_client_side(rec: RecordingListener) -> None:
+    with openai_client().responses.stream(response_id="resp_1", starting_after=3) as s:
+        seen = [e.sequence_number for e in s]
+    assert seen == [4, 5]
+    r = rec.one()
+    assert r.resumed and r.events == 6  # the raw layer sees the replay from 0
+    assert r.deltas == 1  # only the delta after starting_after counts
+    assert r.sequence.first == 0 and not r.sequence.bad_start
+
+
+def test_responses_retrieve_server_side_resume(rec: RecordingListener) -> None:
+    list(openai_client().responses.retrieve("resp_1", stream=True, starting_after=3))
+    r = rec.one()
+    assert r.resumed and r.sequence.first == 4 and not r.sequence.bad_start
+
+
+def test_chat_stream_helper(rec: RecordingListener) -> None:
+    with openai_client().chat.completions.stream(model="gpt-test", messages=MSGS,
+                                                 stream_options={"include_usage": True}) as s:  # fmt: skip
+        events = [e.type for e in s]
+        final = s.get_final_completion()
+    assert len(events) > 5  # helper events outnumber wire chunks
+    assert final.choices[0].message.content == "Hello"
+    r = rec.one()
+    assert (r.outcome, r.events, r.deltas, r.done_sentinel) == (names.COMPLETED, 5, 2, True)
+
+
+def test_messages_stream_helpers(rec: RecordingListener) -> None:
+    client = anthropic_client()
+    with client.messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        assert "".join(s.text_stream) == "Hello"
+    with client.messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        assert s.get_final_message().content[0].text == "Hello"  # type: ignore[union-attr]
+    with client.messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        s.until_done()
+    with client.beta.messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        s.until_done()
+    assert [(r.outcome, r.events, r.deltas, r.usage.input_tokens) for r in rec.reports] == [
+        (names.COMPLETED, 7, 2, 16)
+    ] * 4
+
+
+def test_messages_stream_exit_early(rec: RecordingListener) -> None:
+    with anthropic_client().messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        next(iter(s))
+    assert rec.one().abandoned_reason == names.ABANDON_CLOSE
+
+
+def test_async_helpers(rec: RecordingListener) -> None:
+    async def go() -> None:
+        oa, an = async_openai_client(), async_anthropic_client()
+        async with oa.responses.stream(model="gpt-test", input="x") as s:
+            await s.get_final_response()
+        async with oa.chat.completions.stream(model="gpt-test", messages=MSGS) as c:
+            await c.get_final_completion()
+        async with an.messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as m:
+            assert "".join([t async for t in m.text_stream]) == "Hello"
+        async with oa.responses.stream(response_id="resp_1", starting_after=3) as s:
+            assert [e.sequence_number async for e in s] == [4, 5]
+
+    asyncio.run(go())
+    assert [(r.surface, r.outcome, r.deltas) for r in rec.reports] == [
+        (names.RESPONSES, names.COMPLETED, 2),
+        (names.CHAT_COMPLETIONS, names.COMPLETED, 2),
+        (names.MESSAGES, names.COMPLETED, 2),
+        (names.RESPONSES, names.COMPLETED, 1),
+    ]
+
+
+def test_with_raw_response_parse(rec: RecordingListener) -> None:
+    raw = openai_client().responses.with_raw_response.create(model="gpt-test", input="x", stream=True)
+    assert rec.reports == []
+    stream = raw.parse()
+    assert type(stream) is openai.Stream
+    assert len(list(stream)) == 6
+    r = rec.one()
+    assert (r.outcome, r.events, r.request_id) == (names.COMPLETED, 6, "req_123")
+    araw = anthropic_client().messages.with_raw_response.create(model="c", max_tokens=5, messages=MSGS, stream=True)
+    list(araw.parse())
+    assert rec.reports[1].outcome == names.COMPLETED
+
+
+def test_with_streaming_response(rec: RecordingListener) -> None:
+    with openai_client().chat.completions.with_streaming_response.create(
+        model="gpt-test", messages=MSGS, stream=True
+    ) as resp:
+        chunks = list(resp.parse())
+    assert len(chunks) == 5
+    assert rec.one().outcome == names.COMPLETED
+
+
+def test_raw_response_never_parsed_is_reported_once(rec: RecordingListener) -> None:
+    raw = openai_client().responses.with_raw_response.create(model="gpt-test", input="x", stream=True)
+    del raw
+    gc.collect()
+    assert rec.one().outcome == names.ABANDONED
+
+
+def test_unsupported_endpoint_untouched(rec: RecordingListener) -> None:
+    # a stream=True request to an endpoint we do not observe: no report, no state, same result
+    client = openai_client()
+    stream = client.post("/images/generations", body={"prompt": "x"}, cast_to=object, stream=True,
+                         stream_cls=openai.Stream[object])  # fmt: skip
+    stream.close()
+    assert rec.started == [] and rec.reports == []
+
+
+def test_listener_failures_never_reach_the_caller(rec: RecordingListener, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", "0")
+    rec.fail = True
+    got = [e.type for e in openai_client().responses.create(model="gpt-test", input="x", stream=True)]
+    assert got[-1] == "response.completed"
+    with anthropic_client().messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as s:
+        assert "".join(s.text_stream) == "Hello"
+    assert _guard.errors  # recorded, not raised
+    _guard.errors.clear()
+
+
+def test_tracker_failure_never_reaches_the_caller(rec: RecordingListener, monkeypatch: pytest.MonkeyPatch) -> None:
+    from otelstream.core.tracker import StreamTracker
+
+    def boom(self: StreamTracker, ev: object, name: str | None = None) -> None:
+        raise RuntimeError("tracker bug (injected)")
+
+    monkeypatch.setattr(StreamTracker, "event", boom)
+    monkeypatch.setenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", "0")
+    chunks = list(openai_client().chat.completions.create(model="gpt-test", messages=MSGS, stream=True))
+    assert len(chunks) == 5
+    assert len(rec.reports) == 1
+    _guard.errors.clear()
+
+
+@pytest.mark.allow_internal_errors
+def test_failures_surface_in_strict_mode(rec: RecordingListener) -> None:
+    rec.fail = True
+    with pytest.raises(RuntimeError, match="injected"):
+        list(openai_client().responses.create(model="gpt-test", input="x", stream=True))
