@@ -1,0 +1,45 @@
+"""import otelstream.auto never raises, instruments what is installed, warns once about what is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = r"""
+import logging, sys
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+import otelstream.auto
+from otelstream.adapters import PATCHER
+from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
+import openai
+print("patched" if PATCHER.applied() else "unpatched", HTTPX2ClientInstrumentor().is_instrumented_by_opentelemetry)
+"""
+
+
+def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": "/usr/bin:/bin", "OTELSTREAM_PROMETHEUS_METRICS": "false"}
+    return subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60,
+                          env={**base, **env})  # fmt: skip
+
+
+def test_auto_instruments_and_turns_on_http_spans() -> None:
+    out = _run({})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["patched", "True"]
+
+
+def test_auto_http_spans_off_and_kill_switch() -> None:
+    assert _run({"OTELSTREAM_HTTP_SPANS": "false"}).stdout.split() == ["patched", "False"]
+    assert _run({"OTELSTREAM_ENABLED": "false"}).stdout.split() == ["unpatched", "False"]
+
+
+def test_auto_missing_exporter_warns_once_never_raises() -> None:
+    out = _run({"OTEL_TRACES_EXPORTER": "zipkin"})
+    assert out.returncode == 0
+    assert out.stdout.split()[0] == "patched"
+    assert out.stderr.count("otelstream.auto: missing") == 1 and "zipkin" in out.stderr
+
+
+def test_auto_bad_setting_never_raises() -> None:
+    out = _run({"OTELSTREAM_STALL_THRESHOLD_S": "banana", "OTELSTREAM_PROMETHEUS_PORT": "notaport"})
+    assert out.returncode == 0 and out.stdout.split()[0] == "patched"

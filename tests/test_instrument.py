@@ -1,0 +1,80 @@
+"""instrument()/uninstrument(): idempotent, exactly undone (identity), import-order independent; the instrumentor."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import anthropic._streaming
+import openai._base_client
+import openai._streaming
+import wrapt
+
+import otelstream
+from otelstream.adapters import PATCHER
+
+
+def _originals() -> dict[str, object]:
+    return {
+        "openai.Stream.__stream__": openai._streaming.Stream.__dict__["__stream__"],
+        "openai.request": openai._base_client.SyncAPIClient.__dict__["request"],
+        "anthropic.Stream.__init__": anthropic._streaming.Stream.__dict__["__init__"],
+    }
+
+
+def test_instrument_uninstrument_identity_and_one_layer() -> None:
+    before = _originals()
+    otelstream.instrument(registry=_registry())
+    otelstream.instrument()  # idempotent
+    applied = PATCHER.applied()
+    assert applied and all(isinstance(h, wrapt.FunctionWrapper) for h in applied.values())
+    patched = _originals()
+    assert all(isinstance(v, wrapt.FunctionWrapper) for v in patched.values())
+    otelstream.uninstrument()
+    assert _originals() == before  # exact undo: the original function objects
+    otelstream.instrument(registry=_registry())
+    again = openai._streaming.Stream.__dict__["__stream__"]
+    assert isinstance(again, wrapt.FunctionWrapper) and again.__wrapped__ is before["openai.Stream.__stream__"]
+    otelstream.uninstrument()
+    assert _originals() == before
+
+
+def test_disabled_is_a_no_op() -> None:
+    otelstream.instrument(enabled=False)
+    assert not PATCHER.applied()
+
+
+def _registry() -> object:
+    from prometheus_client import CollectorRegistry
+
+    return CollectorRegistry()
+
+
+SCRIPT = r"""
+import otelstream, sys
+from prometheus_client import CollectorRegistry
+otelstream.instrument(registry=CollectorRegistry())   # before the SDK is imported
+assert "openai" not in sys.modules
+import openai._streaming, wrapt
+assert isinstance(openai._streaming.Stream.__dict__["__stream__"], wrapt.FunctionWrapper)
+otelstream.uninstrument()
+assert not isinstance(openai._streaming.Stream.__dict__["__stream__"], wrapt.FunctionWrapper)
+print("ok")
+"""
+
+
+def test_instrument_before_sdk_import() -> None:
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_instrumentor_any_of_dependencies() -> None:
+    inst = otelstream.OtelStreamInstrumentor()
+    deps = inst.instrumentation_dependencies()
+    assert len(deps) == 1 and deps[0].split()[0] in ("openai", "anthropic")
+    inst.instrument(registry=_registry())
+    try:
+        assert PATCHER.applied()
+    finally:
+        inst.uninstrument()
+    assert not PATCHER.applied()
