@@ -1,0 +1,142 @@
+"""Responses WebSocket mode over a local websockets server: one report per response per lane."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from otelstream import names
+from tests.adapters.recording import RecordingListener
+
+pytest.importorskip("websockets")
+
+
+async def _handler(ws: Any) -> None:
+    async for message in ws:
+        cmd = json.loads(message)
+        sid = {"stream_id": cmd["stream_id"]} if cmd.get("stream_id") else {}
+        fault = (cmd.get("metadata") or {}).get("fault", "ok")
+        events = [
+            {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress"}},
+            {"type": "response.output_text.delta", "sequence_number": 1, "item_id": "m", "output_index": 0,
+             "content_index": 0, "delta": "Hi", "logprobs": []},
+            {"type": "response.completed", "sequence_number": 2, "response": {
+                "id": "r1", "status": "completed",
+                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}},
+        ]  # fmt: skip
+        for i, ev in enumerate(events):
+            if i == 2 and fault == "drop":
+                ws.transport.abort()
+                return
+            if i == 2 and fault == "close":
+                await ws.close(1000)
+                return
+            await asyncio.sleep(0.01)
+            await ws.send(json.dumps({**ev, **sid}))
+
+
+@pytest.fixture(scope="module")
+def ws_url() -> Iterator[str]:
+    from websockets.asyncio.server import serve
+
+    ready, port, stop = threading.Event(), [], []
+
+    def run() -> None:
+        async def main() -> None:
+            async with serve(_handler, "127.0.0.1", 0) as server:
+                port.append(server.sockets[0].getsockname()[1])
+                stop.append((asyncio.get_running_loop(), asyncio.Event()))
+                ready.set()
+                await stop[0][1].wait()
+
+        asyncio.run(main())
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    ready.wait(5)
+    yield f"http://127.0.0.1:{port[0]}/v1"
+    loop, ev = stop[0]
+    loop.call_soon_threadsafe(ev.set)
+    t.join(5)
+
+
+def _client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(api_key="sk-test", base_url=url)
+
+
+def test_ws_two_lanes_iteration(rec: RecordingListener, ws_url: str) -> None:
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi", stream_id="a")
+        conn.response.create(model="gpt-test", input="hi", stream_id="b")
+        done = 0
+        for event in conn:
+            if event.type == "response.completed":
+                done += 1
+                if done == 2:
+                    break
+    assert sorted((r.stream_id, r.outcome, r.events, r.deltas) for r in rec.reports) == [
+        ("a", names.COMPLETED, 3, 1),
+        ("b", names.COMPLETED, 3, 1),
+    ]
+    assert all(r.surface == names.RESPONSES_WEBSOCKET and r.request_model == "gpt-test" for r in rec.reports)
+    assert all(r.time_to_first_delta_ns and r.usage.output_tokens == 1 for r in rec.reports)
+    assert [k for k, _ in rec.connections] == ["opened", "closed"]
+
+
+def test_ws_recv_and_caller_close_abandons(rec: RecordingListener, ws_url: str) -> None:
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi")
+        assert conn.recv().type == "response.created"
+    r = rec.one()
+    assert (r.outcome, r.abandoned_reason, r.stream_id) == (names.ABANDONED, names.ABANDON_CLOSE, None)
+
+
+def test_ws_abnormal_drop_is_transport_error(rec: RecordingListener, ws_url: str) -> None:
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi", metadata={"fault": "drop"})
+        with pytest.raises(Exception):  # noqa: B017 - websockets' ConnectionClosedError
+            for _ in conn:
+                pass
+    assert rec.one().outcome == names.TRANSPORT_ERROR
+
+
+def test_ws_normal_server_close_is_cut(rec: RecordingListener, ws_url: str) -> None:
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi", metadata={"fault": "close"})
+        for _ in conn:
+            pass
+    assert rec.one().outcome == names.CUT
+
+
+def test_ws_async(rec: RecordingListener, ws_url: str) -> None:
+    async def go() -> None:
+        client = openai.AsyncOpenAI(api_key="sk-test", base_url=ws_url)
+        async with client.responses.connect() as conn:
+            await conn.response.create(model="gpt-test", input="hi")
+            async for event in conn:
+                if event.type == "response.completed":
+                    break
+
+    asyncio.run(go())
+    assert rec.one().outcome == names.COMPLETED
+
+
+def test_ws_session_lanes(rec: RecordingListener, ws_url: str) -> None:
+    from openai.lib.responses_websocket._session import ResponsesWebSocketLimits, ResponsesWebSocketSession
+
+    with (
+        _client(ws_url).responses.connect() as conn,
+        ResponsesWebSocketSession(conn, limits=ResponsesWebSocketLimits(8, 1000, 4000, 1 << 20, 1 << 22)) as session,
+    ):
+        lane = session.lane("x")
+        lane.send({"type": "response.create", "model": "gpt-test", "input": "hi"})
+        final = lane.get_final_response(timeout=5)
+        assert final.id == "r1"
+    r = rec.one()
+    assert (r.stream_id, r.outcome, r.deltas) == ("x", names.COMPLETED, 1)
