@@ -40,7 +40,7 @@ def available(config: str, surface: str) -> bool:
     if config == "baseline":
         return True
     if config == "otelstream":
-        return importlib.util.find_spec("otelstream.instrument") is not None
+        return importlib.util.find_spec("otelstream.instrumentation") is not None
     mods = PACKAGES[config]
     mod = mods[1] if lib_of(surface) == "anthropic" else mods[0]
     if mod is None:

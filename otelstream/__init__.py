@@ -19,11 +19,11 @@ __version__ = "0.1.0"
 # Public names resolve lazily so that ``import otelstream`` (and ``otelstream check``) stays free of the SDKs and
 # exporters until instrumentation is asked for.
 _LAZY = {
-    "instrument": "otelstream.instrument",
-    "uninstrument": "otelstream.instrument",
-    "flush": "otelstream.instrument",
-    "start_metrics_server": "otelstream.instrument",
-    "OtelStreamInstrumentor": "otelstream.instrument",
+    "instrument": "otelstream.instrumentation",
+    "uninstrument": "otelstream.instrumentation",
+    "flush": "otelstream.instrumentation",
+    "start_metrics_server": "otelstream.instrumentation",
+    "OtelStreamInstrumentor": "otelstream.instrumentation",
 }
 
 __all__ = ["OtelStreamInstrumentor", "__version__", "flush", "instrument", "start_metrics_server", "uninstrument"]
@@ -33,4 +33,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'otelstream' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # resolve once
+    return value

@@ -104,7 +104,7 @@ def run(env: Mapping[str, str] | None = None) -> None:
 
 def _run(env: Mapping[str, str]) -> None:
     from otelstream import config
-    from otelstream import instrument as inst
+    from otelstream import instrumentation as inst
 
     settings = config.load(environ=env)
     if not settings.enabled:

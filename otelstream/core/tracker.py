@@ -18,6 +18,7 @@ The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
@@ -55,6 +56,9 @@ _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 _MAX_CHOICES = 128
 _MAX_ERROR_TYPE_LEN = 64
+# end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
+# lock makes "first call wins" exact. It is taken once per stream, never per event.
+_END_LOCK = threading.Lock()
 
 
 class StreamTracker:
@@ -418,9 +422,10 @@ class StreamTracker:
 
         ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
         reached the caller as an SDK exception), transport_error, http_error."""
-        if self.ended:
-            return None
-        self.ended = True
+        with _END_LOCK:
+            if self.ended:
+                return None
+            self.ended = True
         if now is None:
             now = self.clock()
         tp = self.t_pull

@@ -347,11 +347,10 @@ DEMO_PACING_KW: Final = {"ttfd_s": 0.25, "gap_s": 0.02, "jitter": 0.5, "pause_s"
 
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
     """The whole demo; ``run`` prints its result. Tests call this to get the registry as well as the table."""
-    # from the module, not the package: `otelstream.instrument` names the submodule once it has been imported
     from otelstream.demo import table as T
     from otelstream.demo.provider import FakeProvider
     from otelstream.demo.streams import Pacing
-    from otelstream.instrument import flush, instrument, is_instrumented, uninstrument
+    from otelstream.instrumentation import flush, instrument, is_instrumented, uninstrument
 
     out = out or sys.stdout
     mix = F.FaultMix.parse(args.faults)
@@ -410,7 +409,7 @@ async def _drive_and_close(jobs: list[Job], clients: Clients, concurrency: int, 
 
 
 def _start_metrics(port: int, out: Any) -> tuple[Any, str | None]:
-    from otelstream.instrument import start_metrics_server
+    from otelstream.instrumentation import start_metrics_server
 
     try:
         server = start_metrics_server(port=port)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
-import sys
 import threading
-import types
 from collections.abc import Collection
 from typing import Any
 
@@ -119,16 +117,3 @@ class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
 __all__ = ["OtelStreamInstrumentor", "flush", "instrument", "start_metrics_server", "uninstrument"]
 
-
-class _CallableModule(types.ModuleType):
-    """``otelstream.instrument`` names both this module and the function. Once the module is imported, the import
-    system binds the *module* as the package attribute ``otelstream.instrument``, shadowing the lazy function in
-    ``otelstream/__init__.py``; calling the module therefore calls ``instrument()``."""
-
-    def __call__(
-        self, tracer_provider: Any = None, meter_provider: Any = None, registry: Any = None, **settings: Any
-    ) -> None:
-        instrument(tracer_provider, meter_provider, registry, **settings)
-
-
-sys.modules[__name__].__class__ = _CallableModule
