@@ -10,6 +10,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
+from relhelpers import FIGURES, SCALE
 
 from otelstream import config
 from otelstream.export import Pipeline, build_pipeline
@@ -50,3 +51,14 @@ def make_pipeline(tracer_provider: TracerProvider, registry: CollectorRegistry) 
     yield make
     for p in made:
         p.shutdown(timeout=5.0)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not FIGURES:
+        return
+    terminalreporter.section(f"otelstream reliability figures (scale {SCALE:g})")
+    for key in sorted(FIGURES):
+        value = FIGURES[key]
+        terminalreporter.write_line(
+            f"{key}: {value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{key}: {int(value):,}"
+        )

@@ -28,6 +28,19 @@ OFFLINE_OUTCOMES = frozenset(
 INT64_MAX = 2**63 - 1
 
 
+class Figures(dict[str, float]):
+    """Counts the suite reports at the end of the run (inputs fuzzed, faults injected, streams, peak memory)."""
+
+    def __missing__(self, key: str) -> float:
+        return 0
+
+    def peak(self, key: str, value: float) -> None:
+        self[key] = max(self[key], value)
+
+
+FIGURES = Figures()
+
+
 def scaled(n: int) -> int:
     return max(1, int(n * SCALE))
 

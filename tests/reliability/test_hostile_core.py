@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relhelpers import INT64_MAX, assert_valid_report, scaled
+from relhelpers import FIGURES, INT64_MAX, assert_valid_report, scaled
 
 from otelstream import names
 from otelstream.core.protocols.responses import KNOWN_TYPES
@@ -188,6 +188,8 @@ def _run(surface: str, events: list[Any], names_: list[str | None], how: str, *,
             t.done_sentinel()
     report = t.end(how, error_type="x" * 500)
     assert report is not None
+    FIGURES["core: hostile streams fed to the tracker"] += 1
+    FIGURES["core: hostile events fed to the tracker"] += len(events)
     # exactly one report: a second end and any later event change nothing
     assert t.end("eof") is None and t.end(how) is None
     t.event({"type": "response.output_text.delta", "delta": "late"}, None)
