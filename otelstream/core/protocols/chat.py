@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 
 
-def _chat_delta(delta: object) -> bool:
-    dl = fields(delta)
-    if nonempty(dl.get("content")) or nonempty(dl.get("refusal")):
+def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> bool:
+    """The rarer delta payloads, once ``content`` was found empty."""
+    if nonempty(dl.get("refusal")):
         return True
     calls = dl.get("tool_calls")
     if calls:
@@ -34,19 +34,12 @@ def _chat_delta(delta: object) -> bool:
     return nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning"))
 
 
-def _text_delta(choice: dict[str, Any]) -> bool:
-    return nonempty(choice.get("text"))
-
-
-def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
-    return _observe(t, d, name, chat=True)
-
-
 def observe_completions(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
-    return _observe(t, d, name, chat=False)
+    return observe_chat(t, d, name, False)
 
 
-def _observe(t: StreamTracker, d: dict[str, Any], name: str | None, *, chat: bool) -> int:
+def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, chat: bool = True) -> int:
+    """Chat chunks (``chat=False``: legacy completions chunks, whose payload is ``choices[].text``)."""
     err = d.get("error")
     if err is not None:
         inband_error(t, err)
@@ -55,7 +48,7 @@ def _observe(t: StreamTracker, d: dict[str, Any], name: str | None, *, chat: boo
         if usage is not None:
             _usage(t, usage)
         return OTHER
-    if name == "ping" or d.get("type") == "ping":
+    if name == "ping":
         return KEEPALIVE
     if t.response_id is None:
         rid = d.get("id")
@@ -73,11 +66,25 @@ def _observe(t: StreamTracker, d: dict[str, Any], name: str | None, *, chat: boo
             t.anomaly(names.ANOM_BAD_FIELD, "choices")
         else:
             for choice in choices:
-                c = fields(choice)
+                c = choice if type(choice) is dict else getattr(choice, "__dict__", None)
+                if type(c) is not dict:
+                    t.anomaly(names.ANOM_BAD_FIELD, "choice")
+                    continue
                 if not is_delta:
-                    is_delta = _chat_delta(c.get("delta")) if chat else _text_delta(c)
+                    if chat:
+                        delta = c.get("delta")
+                        dl = delta if type(delta) is dict else getattr(delta, "__dict__", None)
+                        if type(dl) is dict:
+                            content = dl.get("content")
+                            is_delta = (type(content) is str and content != "") or _chat_delta_rest(delta, dl)
+                    else:
+                        text = c.get("text")
+                        is_delta = type(text) is str and text != ""
+                index = c.get("index", 0)
+                seen = t.choices_seen
+                if type(index) is not int or seen is None or index not in seen:
+                    index = t.choice_seen(index)
                 reason = c.get("finish_reason")
-                index = t.choice_seen(c.get("index", 0))
                 if reason is not None and index is not None and isinstance(reason, str):
                     _finished(t, index, reason)
             if is_delta and was_terminal:
@@ -116,6 +123,4 @@ def _usage(t: StreamTracker, usage: object) -> None:
     if cached is None:
         cached = extra(usage, "cached_tokens")  # Together reports it at the top level of usage
     t.usage_cache_read = t.tokens(cached, "cached_tokens")
-    t.usage_reasoning = t.tokens(
-        fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens"
-    )
+    t.usage_reasoning = t.tokens(fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens")
