@@ -69,13 +69,10 @@ class StreamTracker:
         "_anomalies",
         "_anomaly_counts",
         "_choices_finished",
-        "_choices_seen",
-        "_chunk_counts",
-        "_chunk_sums",
+        "_chunk_buckets",
         "_observe",
-        "_seq_max",
-        "_seq_window",
         "_stalls",
+        "choices_seen",
         "client_filter_after",
         "clock",
         "consumer_ns",
@@ -101,8 +98,10 @@ class StreamTracker:
         "seq_gaps",
         "seq_last",
         "seq_missing",
+        "seq_next",
         "seq_out_of_order",
         "seq_skipped",
+        "seq_window",
         "stall_count",
         "stall_ns",
         "start",
@@ -176,7 +175,7 @@ class StreamTracker:
         self.error_type: str | None = None
         self.finish_reasons: list[str] = []
         self.expected_choices = expected_choices
-        self._choices_seen: set[int] | None = None
+        self.choices_seen: set[int] | None = None
         self._choices_finished: dict[int, str] | None = None
         self.usage_requested = usage_requested
         self.usage_seen = False
@@ -194,8 +193,8 @@ class StreamTracker:
         self.client_filter_after = client_filter_after
         self.seq_first: int | None = None
         self.seq_last: int | None = None
-        self._seq_max = -1
-        self._seq_window = 0
+        self.seq_next: int | None = None  # the number expected next (None before the first)
+        self.seq_window = 0  # bit k set: number (seq_next - 1 - k) was seen
         self.seq_gaps = 0
         self.seq_skipped = 0
         self.seq_duplicates = 0
@@ -204,72 +203,70 @@ class StreamTracker:
         self.seq_missing = False
         self._anomalies: list[Anomaly] | None = None
         self._anomaly_counts: dict[str, int] | None = None
-        self._chunk_counts: list[int] | None = None
-        self._chunk_sums: list[int] | None = None
+        self._chunk_buckets: list[int] | None = None
 
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | None = None) -> None:
-        """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it."""
+        """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it.
+
+        Written flat on purpose (no helper calls on the common path): a Python call costs more than the work."""
         now = self.clock()
         if self.ended:
             return
         tp = self.t_pull
         if tp:
-            self._waited(tp, now)
+            self.t_pull = 0
+            wait = now - tp
+            if wait >= 0:  # a clock that went backwards (a bad injected clock) yields no wait
+                self.wait_ns += wait
+                if wait > self.max_wait_ns:
+                    self.max_wait_ns = wait
+                if wait > self.stall_ns:
+                    self._stall(tp, wait)
+                last = self.t_last_event
+                if last and tp > last:
+                    self.consumer_ns += tp - last
         if not self.t_first_event:
             self.t_first_event = now
-        d = ev if type(ev) is dict else getattr(ev, "__dict__", None)
-        if d is None:
-            kind = protocols.OTHER
-            self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
+        if type(ev) is dict:
+            kind = self._observe(self, ev, name)
         else:
-            kind = self._observe(self, d, name)
+            d = getattr(ev, "__dict__", None)
+            if type(d) is dict:
+                kind = self._observe(self, d, name)
+            else:
+                kind = protocols.OTHER
+                self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
         self.t_last_event = now
         self.t_last_ns = now
         if kind == protocols.KEEPALIVE:
             self.keepalives += 1
             return
         self.events += 1
-        if kind == protocols.DELTA:
-            self._delta(now)
-
-    def _waited(self, tp: int, now: int) -> None:
-        wait = now - tp
-        self.t_pull = 0
-        if wait < 0:  # a clock that went backwards (tests, or a bad injected clock): ignore this wait
+        if kind != protocols.DELTA:
             return
-        self.wait_ns += wait
-        if wait > self.max_wait_ns:
-            self.max_wait_ns = wait
-        if wait > self.stall_ns:
-            self.stall_count += 1
-            stalls = self._stalls
-            if stalls is None:
-                stalls = self._stalls = []
-            if len(stalls) < names.MAX_RECORDED_STALLS:
-                stalls.append(Stall(offset_s=(tp - self.t_request) / 1e9, wait_s=wait / 1e9))
-        last = self.t_last_event
-        if last and tp > last:
-            self.consumer_ns += tp - last
-
-    def _delta(self, now: int) -> None:
         self.deltas += 1
         prev = self.t_prev_delta
         self.t_prev_delta = now
         if not prev:
             self.t_first_delta = now
             return
-        gap = now - prev
-        if gap < 0:
-            gap = 0
-        counts = self._chunk_counts
-        sums = self._chunk_sums
-        if counts is None or sums is None:
-            counts = self._chunk_counts = [0] * _N_CHUNK_BUCKETS
-            sums = self._chunk_sums = [0] * _N_CHUNK_BUCKETS
+        gap = now - prev if now > prev else 0
+        # time per output chunk: counts in [0, N), sums (ns) in [N, 2N) of one lazily made list
+        buckets = self._chunk_buckets
+        if buckets is None:
+            buckets = self._chunk_buckets = [0] * (2 * _N_CHUNK_BUCKETS)
         i = bisect_left(_CHUNK_BOUNDS_NS, gap)
-        counts[i] += 1
-        sums[i] += gap
+        buckets[i] += 1
+        buckets[i + _N_CHUNK_BUCKETS] += gap
+
+    def _stall(self, tp: int, wait: int) -> None:
+        self.stall_count += 1
+        stalls = self._stalls
+        if stalls is None:
+            stalls = self._stalls = []
+        if len(stalls) < names.MAX_RECORDED_STALLS:
+            stalls.append(Stall(offset_s=(tp - self.t_request) / 1e9, wait_s=wait / 1e9))
 
     def keepalive(self, count: int = 1) -> None:
         """Keepalive comment lines (or pings) seen below the event layer."""
@@ -294,33 +291,33 @@ class StreamTracker:
             else:
                 self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
             return
-        mx = self._seq_max
-        if self.seq_first is None:
+        if self.seq_next is None:
             self.seq_first = n
             expected = 0 if self.starting_after is None else self.starting_after + 1
             if n != expected:
                 self.seq_bad_start = True
                 self.anomaly(names.ANOM_SEQUENCE_BAD_START, f"expected {expected}, got {n}")
-            self._seq_max = n
-            self._seq_window = 1
-        elif n > mx:
+            self.seq_next = n + 1
+            self.seq_window = 1
+        elif n >= self.seq_next:
+            mx = self.seq_next - 1
             if n > mx + 1:
                 self.seq_gaps += 1
                 self.seq_skipped += n - mx - 1
                 self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {mx + 1}, got {n}")
             shift = n - mx
-            self._seq_window = ((self._seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
-            self._seq_max = n
+            self.seq_window = ((self.seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
+            self.seq_next = n + 1
         else:
-            back = mx - n
-            if back < _SEQ_WINDOW and (self._seq_window >> back) & 1:
+            back = self.seq_next - 1 - n
+            if back < _SEQ_WINDOW and (self.seq_window >> back) & 1:
                 self.seq_duplicates += 1
                 self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
             else:
                 self.seq_out_of_order += 1
                 self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.seq_last}")
                 if back < _SEQ_WINDOW:
-                    self._seq_window |= 1 << back
+                    self.seq_window |= 1 << back
         self.seq_last = n
 
     def missing_sequence(self) -> None:
@@ -372,9 +369,9 @@ class StreamTracker:
             if index is not None:
                 self.anomaly(names.ANOM_BAD_FIELD, "choice index")
             return None if index is not None else 0
-        seen = self._choices_seen
+        seen = self.choices_seen
         if seen is None:
-            seen = self._choices_seen = set()
+            seen = self.choices_seen = set()
         if index not in seen:
             if len(seen) >= _MAX_CHOICES:
                 self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
@@ -401,7 +398,7 @@ class StreamTracker:
         n = self.expected_choices
         if n is not None and n > 0:
             return len(finished) >= n
-        seen = self._choices_seen
+        seen = self.choices_seen
         return seen is None or len(finished) >= len(seen)
 
     def tokens(self, value: object, what: str) -> int | None:
@@ -431,7 +428,15 @@ class StreamTracker:
         tp = self.t_pull
         if tp:
             # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
-            self._waited(tp, now)
+            self.t_pull = 0
+            wait = now - tp
+            if wait >= 0:
+                self.wait_ns += wait
+                self.max_wait_ns = max(self.max_wait_ns, wait)
+                if wait > self.stall_ns:
+                    self._stall(tp, wait)
+                if self.t_last_event and tp > self.t_last_event:
+                    self.consumer_ns += tp - self.t_last_event
         if how == "error":
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)
@@ -466,6 +471,7 @@ class StreamTracker:
         if error_type is None and outcome in names.BAD_OUTCOMES:
             error_type = outcome
         counts = self._anomaly_counts
+        buckets = self._chunk_buckets or [0] * (2 * _N_CHUNK_BUCKETS)
         return StreamReport(
             surface=self.surface,
             provider=start.provider,
@@ -516,8 +522,8 @@ class StreamTracker:
             anomaly_counts=tuple(sorted(counts.items())) if counts else (),
             stalls=tuple(self._stalls or ()),
             stall_count=self.stall_count,
-            chunk_counts=tuple(self._chunk_counts or (0,) * _N_CHUNK_BUCKETS),
-            chunk_sums_ns=tuple(self._chunk_sums or (0,) * _N_CHUNK_BUCKETS),
+            chunk_counts=tuple(buckets[:_N_CHUNK_BUCKETS]),
+            chunk_sums_ns=tuple(buckets[_N_CHUNK_BUCKETS:]),
         )
 
 

@@ -194,7 +194,7 @@ def test_memory_bounded_whatever_the_length(surface: str, pool: list[dict[str, A
         t.event(ev)
     assert len(t._anomalies or ()) <= names.MAX_REPORTED_ANOMALIES
     assert len(t._anomaly_counts or {}) <= len(names.PROTOCOL_ANOMALY_KINDS) + len(names.SEQUENCE_KINDS)
-    assert len(t._choices_seen or ()) <= 128 and len(t._choices_finished or {}) <= 128
+    assert len(t.choices_seen or ()) <= 128 and len(t._choices_finished or {}) <= 128
     assert len(t.finish_reasons) <= 128 and len(t._stalls or ()) <= names.MAX_RECORDED_STALLS
-    assert t._seq_window < 2**64
+    assert t.seq_window < 2**64
     assert t.end("eof") is not None

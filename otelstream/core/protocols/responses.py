@@ -16,6 +16,8 @@ from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_cod
 if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
 
+SEQ_WINDOW_MASK = (1 << 64) - 1  # the tracker's duplicate-detection window: the last 64 numbers
+
 _K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING = range(8)
 
 _DELTA_TYPES = (
@@ -110,12 +112,18 @@ def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None) -> 
     if kind == _K_PING:
         return KEEPALIVE
     seq = d.get("sequence_number")
-    if seq is not None or kind != _K_ERROR:
+    if seq == t.seq_next and type(seq) is int:
+        # in order (the common case): the tracker's sequence() inlined
+        t.seq_next = seq + 1
+        t.seq_last = seq
+        t.seq_window = ((t.seq_window << 1) | 1) & SEQ_WINDOW_MASK
+    elif seq is not None or kind != _K_ERROR:
         t.sequence(seq)
     if kind == _K_DELTA:
         if t.terminal:
             t.after_terminal()
-        if nonempty(d.get("delta")):
+        delta = d.get("delta")
+        if type(delta) is str and delta:
             after = t.client_filter_after
             # the .stream(response_id=…, starting_after=N) helper hides events up to N from the caller
             if after is None or (type(seq) is int and seq > after):
