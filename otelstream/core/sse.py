@@ -9,7 +9,8 @@ offline gives the events the caller would have seen live (research/sdk-surfaces.
 - ``event:`` / ``data:`` / ``id:`` / ``retry:`` fields, one optional space after the colon, several ``data:``
   lines joined by ``\\n``, unknown fields ignored, ``retry:`` kept only when it is an integer, an ``id`` containing
   NUL ignored;
-- a blank line dispatches the block when it set any field; a block of comments only dispatches nothing;
+- a blank line dispatches the block when it holds a name, data, an id or a retry (the SDKs' condition); a block of
+  comments only dispatches nothing;
 - a block not followed by a blank line when the body ends is **dropped**, as both SDKs drop it, and
   ``unterminated`` says so (``check`` reports it as the ``unterminated_event`` anomaly).
 
@@ -64,7 +65,6 @@ class SSEDecoder:
         "_data",
         "_data_len",
         "_event",
-        "_has_fields",
         "_id",
         "_line",
         "_line_len",
@@ -93,7 +93,6 @@ class SSEDecoder:
         self._data_len = 0
         self._id: str | None = None
         self._retry: int | None = None
-        self._has_fields = False
         self._truncated = False
         self.events = 0
         self.comments = 0
@@ -130,9 +129,9 @@ class SSEDecoder:
         self.finished = True
         if self._line_len or self._line_over:
             self._line_done(out)
-        if self._has_fields:
+        if self._pending():
             self.unterminated = True
-            self._reset_block()
+        self._reset_block()
         return out
 
     # --- internals ---------------------------------------------------------------------------------------
@@ -162,7 +161,7 @@ class SSEDecoder:
 
     def _process(self, line: str, out: list[SSEItem]) -> None:
         if not line:
-            if self._has_fields:
+            if self._pending():
                 out.append(
                     SSEEvent(
                         event=self._event,
@@ -183,7 +182,6 @@ class SSEDecoder:
         if value[:1] == " ":
             value = value[1:]
         if field == "data":
-            self._has_fields = True
             room = self.max_event - self._data_len
             if room <= 0:
                 self._truncated = True
@@ -195,22 +193,22 @@ class SSEDecoder:
             self._data.append(value)
             self._data_len += len(value) + 1
         elif field == "event":
-            # as in the SDKs, an empty name is no name and alone does not make a block dispatch
+            # as in the SDKs, a later empty `event:` clears the name; an empty name is no name
             self._event = value or None
-            if value:
-                self._has_fields = True
         elif field == "id":
-            if value and "\0" not in value:
-                self._has_fields = True
-                self._id = value
+            if "\0" not in value:
+                self._id = value or None
         elif field == "retry":
             # kept only when it parses as an int, as the SDKs do (a valid retry-only block still dispatches)
             try:
                 self._retry = int(value)
             except ValueError:
                 return
-            self._has_fields = True
         # any other field name is ignored, as the spec and both SDKs do
+
+    def _pending(self) -> bool:
+        """Whether the block so far would dispatch at a blank line: the SDKs' condition (name, data, id or retry)."""
+        return bool(self._event or self._data or self._id or self._retry is not None)
 
     def _reset_block(self) -> None:
         self._event = None
@@ -218,7 +216,6 @@ class SSEDecoder:
         self._data_len = 0
         self._id = None
         self._retry = None
-        self._has_fields = False
         self._truncated = False
 
 
