@@ -20,12 +20,22 @@ Patch points (openai 3.57, ``site-packages/openai``):
   ``:535``): lanes write straight to the socket (``:362``), bypassing ``send_raw``.
 - ``close`` (``_websocket_connection.py:281``, ``:505``): the caller's close abandons open responses.
 - ``_reconnect`` (``:291``, ``:511``): a reconnect becomes an event on the connection span.
+- ``__init__`` of the four connection classes (``resources/responses/responses.py:4177``, ``:4502``; beta
+  ``:5000``, ``:5325``), built by the connection manager's ``__enter__`` on the caller's thread: the connection span
+  (``otelstream.websocket``) opens there, once, under the caller's current context.
+
+The connection span opens exactly once per connection (at ``__init__``, or lazily under a lock for a connection
+built before ``instrument()``) and ends exactly once, on whichever close path comes first: the caller's ``close()``
+(also a context exit), the socket ending with no reconnect to follow (a normal server close, or an abnormal drop
+with no ``on_reconnecting`` or a non-recoverable code: ``error.type`` = ``websocket_close_<code>``), a reconnect
+that gives up, or the connection object being garbage-collected.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import threading
 import weakref
 from typing import Any
 
@@ -36,6 +46,11 @@ from otelstream.core.report import StreamStart
 
 _CONNECTION_CLASSES = frozenset({"ResponsesConnection", "AsyncResponsesConnection"})
 _NOT_A_START = ("response.steer.accepted", "response.steer.pending", "response.steer.failed")
+# close codes the SDK reconnects after (openai/types/websocket_reconnection.py: is_recoverable_close)
+_RECOVERABLE = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1015})
+# held only while a connection's _Ws is created (once per connection): two threads reaching a new connection at
+# once (the caller's send and a session reader's parse) must not open two connection spans
+_CREATE_LOCK = threading.Lock()
 
 
 class _Lane:
@@ -48,16 +63,19 @@ class _Lane:
 
 
 class _Ws:
-    __slots__ = ("__weakref__", "closed", "finalizer", "handle", "host", "lanes", "listener", "port", "t_pull")
+    __slots__ = (
+        "__weakref__", "close_lock", "closed", "finalizer", "handle", "host", "lanes", "listener", "port", "t_pull",
+    )  # fmt: skip
 
     def __init__(self, listener: Any, host: str | None, port: int | None) -> None:
         self.listener = listener
         self.host = host
         self.port = port
-        self.handle = listener.connection_opened(host, port)
+        self.handle: object = None  # the connection span's handle, set once by _ws_of right after construction
         self.lanes: dict[str | None, _Lane] = {}
         self.t_pull = 0
         self.closed = False
+        self.close_lock = threading.Lock()
         self.finalizer: weakref.finalize[Any, Any] | None = None
 
     def lane(self, stream_id: str | None) -> _Lane:
@@ -78,6 +96,18 @@ class _Ws:
                 except IndexError:
                     break
 
+    def close(self, error_type: str | None) -> None:
+        """End the connection span: exactly once, whichever close path (and thread) gets here first."""
+        with self.close_lock:
+            if self.closed:
+                return
+            self.closed = True
+            fin = self.finalizer
+            self.finalizer = None
+        if fin is not None:
+            fin.detach()
+        self.listener.connection_closed(self.handle, error_type)
+
 
 def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
     ws = conn.__dict__.get(c.KEY)
@@ -86,13 +116,17 @@ def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
     listener = c.RUNTIME.listener
     if listener is None or type(conn).__name__ not in _CONNECTION_CLASSES:
         return None
-    host, port = _peer(conn)
-    ws = conn.__dict__.setdefault(c.KEY, _Ws(listener, host, port))
-    assert isinstance(ws, _Ws)
-    if ws.finalizer is None:
+    with _CREATE_LOCK:
+        ws = conn.__dict__.get(c.KEY)
+        if ws is not None:  # another thread won the race: its span is the connection's one span
+            return ws  # type: ignore[no-any-return]
+        host, port = _peer(conn)
+        ws = _Ws(listener, host, port)
+        ws.handle = listener.connection_opened(host, port)
         fin = weakref.finalize(conn, _dropped, ws)
         fin.atexit = False
         ws.finalizer = fin
+        conn.__dict__[c.KEY] = ws  # published last: a reader never sees a _Ws without its span
     return ws
 
 
@@ -109,9 +143,16 @@ def _peer(conn: Any) -> tuple[str | None, int | None]:
 def _dropped(ws: _Ws) -> None:
     with _guard.guard("openai_ws.dropped"):
         ws.end_all("gc")
-        if not ws.closed:
-            ws.closed = True
-            ws.listener.connection_closed(ws.handle, None)
+        ws.close(None)
+
+
+def _init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A connection object is being built (the manager's ``__enter__``, caller's thread): open its span now, under
+    the caller's context, rather than lazily on whichever thread first touches it."""
+    result = wrapped(*args, **kwargs)
+    with _guard.guard("openai_ws.init"):
+        _ws_of(instance)
+    return result
 
 
 def _provider(ws: _Ws) -> str:
@@ -246,7 +287,7 @@ def _observe(conn: Any, event: Any) -> None:
 
 
 def _closed(instance: Any, exc: BaseException) -> None:
-    """recv_bytes raised: the socket is gone. Decide how the open responses ended."""
+    """recv_bytes raised: the socket is gone. Decide how the open responses ended, and whether the connection did."""
     with _guard.guard("openai_ws.closed"):
         from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
@@ -255,13 +296,30 @@ def _closed(instance: Any, exc: BaseException) -> None:
         ws = _ws_of(instance, create=False)
         if ws is None:
             return
+        code = exc.rcvd.code if exc.rcvd is not None else 1006
         if instance.__dict__.get("_intentionally_closed"):
             ws.end_all("close")
-        elif isinstance(exc, ConnectionClosedOK) or (exc.rcvd is not None and exc.rcvd.code == 1000):
+            ws.close(None)  # normally already ended by the close() hook
+            return
+        normal = isinstance(exc, ConnectionClosedOK) or code == 1000
+        if normal:
             ws.end_all("eof")  # a normal close by the server: open responses were cut short
         else:
-            code = exc.rcvd.code if exc.rcvd is not None else 1006
             ws.end_all("transport_error", f"websocket_close_{code}")
+        if not _may_reconnect(instance, code):
+            ws.close(None if normal else f"websocket_close_{code}")
+        # else: _reconnect decides (a reconnect is an event on the span; giving up ends it)
+
+
+def _may_reconnect(instance: Any, code: int) -> bool:
+    """Could the SDK's ``_reconnect`` bring this connection back (``_websocket_connection.py:291-310``)?"""
+    d = instance.__dict__
+    return (
+        d.get("_on_reconnecting") is not None
+        and d.get("_make_ws") is not None
+        and not d.get("_intentionally_closed")
+        and code in _RECOVERABLE
+    )
 
 
 def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -293,12 +351,7 @@ def _before_close(instance: Any) -> None:
         if ws is None:
             return
         ws.end_all("close")
-        if not ws.closed:
-            ws.closed = True
-            fin = ws.finalizer
-            if fin is not None:
-                fin.detach()
-            ws.listener.connection_closed(ws.handle, None)
+        ws.close(None)
 
 
 def _close_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -314,11 +367,18 @@ async def _close_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwarg
 def _after_reconnect(instance: Any, exc: Any, ok: object) -> None:
     with _guard.guard("openai_ws.reconnect"):
         ws = _ws_of(instance, create=False)
-        if ws is None or ok is not True:
+        if ws is None:
             return
         rcvd = getattr(exc, "rcvd", None)
-        code = rcvd.code if rcvd is not None else 1006
-        ws.listener.connection_event(ws.handle, names.SPAN_EVENT_RECONNECT, {"close_code": int(code)})
+        code = int(rcvd.code) if rcvd is not None else 1006
+        if ok is True:
+            ws.listener.connection_event(ws.handle, names.SPAN_EVENT_RECONNECT, {"close_code": code})
+            return
+        # No new socket: the connection is over (also when the caller closed it, or it ended normally).
+        if instance.__dict__.get("_intentionally_closed") or code == 1000:
+            ws.close(None)
+        else:
+            ws.close(f"websocket_close_{code}")
 
 
 def _reconnect_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -343,6 +403,8 @@ PATCHES = (
             ("AsyncResponsesConnection", "parse_event", _parse_event),
             ("ResponsesConnection", "recv_bytes", _recv_bytes_sync),
             ("AsyncResponsesConnection", "recv_bytes", _recv_bytes_async),
+            ("ResponsesConnection", "__init__", _init),
+            ("AsyncResponsesConnection", "__init__", _init),
         )
     ),
     Patch("openai._websocket_connection", "WebSocketConnectionBase.send_raw", _send_raw_sync),
