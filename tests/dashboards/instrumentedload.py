@@ -1,4 +1,4 @@
-"""Start instrumented_worker.py (otelstream on the real SDKs against the demo's fake provider) as a process."""
+"""The instrumented loads, each in its own process: instrumented_worker.py, and ``otelstream demo --serve``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from loadsource import ALL_ALERTS, LoadSource
@@ -58,3 +59,54 @@ def start_instrumented_load(workdir: Path, timeout: float = 30.0) -> LoadSource:
 
 def _tail(path: Path) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+# A fault mix for `otelstream demo --serve` with every panel's trouble present and the ratio alerts over their
+# thresholds (bad outcomes > 5 %, incomplete > 10 %), sequence anomalies and cut streams.
+DEMO_MIX = (
+    "ok=40,slow_first=5,stall=5,keepalive=3,cut=8,reset=4,failed=6,incomplete=15,error=4,"
+    "seq_gap=5,seq_dup=2,trailing_done=4,http_500=2,abandon=3"
+)
+DEMO_ALERTS = frozenset(
+    {
+        "OtelstreamBadOutcomeRatioHigh",
+        "OtelstreamCutStreams",
+        "OtelstreamIncompleteRatioHigh",
+        "OtelstreamSequenceAnomalies",
+        "OtelstreamReportsDropped",  # from the stand-in job
+    }
+)
+
+
+def start_demo_load(workdir: Path, timeout: float = 60.0) -> LoadSource:
+    """``otelstream demo --serve``: the user-facing demo, all five surfaces, as the scrape target."""
+    port = free_port()
+    log_path = workdir / "demo.log"
+    log = log_path.open("wb")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env.pop("OTELSTREAM_RAISE_INTERNAL_ERRORS", None)
+    command = [sys.executable, "-m", "otelstream.cli", "demo", "--serve", "--quiet", "--port", str(port)]
+    command += ["--streams", "120", "--faults", DEMO_MIX]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+
+    def stop() -> None:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        log.close()
+
+    def check() -> None:
+        if process.poll() is not None:
+            raise AssertionError(f"otelstream demo exited {process.returncode}:\n{_tail(log_path)}")
+
+    deadline = time.monotonic() + timeout
+    while b"serving until Ctrl-C" not in log_path.read_bytes():
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop()
+            raise AssertionError(f"otelstream demo --serve did not start serving in {timeout}s:\n{_tail(log_path)}")
+        time.sleep(0.2)
+    return LoadSource(f"127.0.0.1:{port}", True, "", DEMO_ALERTS, stop, check)

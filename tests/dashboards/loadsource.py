@@ -37,7 +37,7 @@ class LoadSource:
     check: Callable[[], None] = field(default=lambda: None)  # raises when the load died
 
 
-def start_load(workdir: Path) -> LoadSource:
+def start_load(workdir: Path, kind: str = "worker") -> LoadSource:
     if os.environ.get(STAND_IN_ENV) == "1":
         load = DesignLoad()
         port = load.serve()
@@ -45,6 +45,6 @@ def start_load(workdir: Path) -> LoadSource:
     missing = [m for m in ("openai", "anthropic") if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the instrumented load needs {' and '.join(missing)} (pip install -e '.[test]')")
-    from instrumentedload import start_instrumented_load
+    from instrumentedload import start_demo_load, start_instrumented_load
 
-    return start_instrumented_load(workdir)
+    return start_demo_load(workdir) if kind == "demo" else start_instrumented_load(workdir)

@@ -1,13 +1,15 @@
 """End to end: a real Prometheus scrapes otelstream under a fault mix; every dashboard query, variable and recording
 rule returns data through the HTTP API, and the alerts reach pending or firing.
 
-The load is otelstream itself: ``instrumented_worker.py`` runs the demo's fake provider, the OpenAI and Anthropic
-SDKs under ``otelstream.instrument()`` and otelstream's metrics endpoint in a subprocess. One series cannot be
+The load is otelstream itself, twice: ``instrumented_worker.py`` (the demo's fake provider, the OpenAI and Anthropic
+SDKs under ``otelstream.instrument()`` and otelstream's metrics endpoint in a subprocess, with a fault plan and
+pacing that trip every alert) and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips). One
+series cannot be
 produced on demand (``otelstream_reports_dropped_total`` needs a full export queue); a stand-in endpoint serves
 only that one in a second scrape job, and the instrumented endpoint must still announce its family (metadata).
 
 Needs the ``prometheus`` binary (Debian: ``apt-get install prometheus``); skipped with that reason without it.
-About 30 s: Prometheus start, ~15 s of 1-second scrapes, then the queries.
+About 30 s per load (60 s in all): Prometheus start, ~15 s of 1-second scrapes, then the queries.
 """
 
 from __future__ import annotations
@@ -65,10 +67,11 @@ class Scenario:
     variables: dict[str, str] = field(default_factory=dict)
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
-    workdir: Path = tmp_path_factory.mktemp("prometheus")
-    source = start_load(workdir)
+@pytest.fixture(scope="module", params=["worker", "demo"])
+def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    """Two loads: instrumented_worker.py (tuned so every alert trips) and ``otelstream demo --serve``."""
+    workdir: Path = tmp_path_factory.mktemp(f"prometheus-{request.param}")
+    source = start_load(workdir, request.param)
     stand_in = DesignLoad(only_dropped=True)
     jobs = {"otelstream": [source.target], "stand_in": [f"127.0.0.1:{stand_in.serve()}"]}
     prometheus = Prometheus(workdir, jobs, [RULES_FILE])
