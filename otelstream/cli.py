@@ -19,16 +19,21 @@ _SUBCOMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="otelstream", description="Observability for streamed LLM responses.")
     sub = parser.add_subparsers(dest="command", required=True)
-    modules = {}
+    # Import only the chosen subcommand's module: `check` must not pay for (or fail on) the demo's SDK imports.
+    chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    module = None
     for name, (module_name, help_text) in _SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        modules[name] = module
-        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub_parser)
     args = parser.parse_args(argv)
+    assert module is not None  # parse_args exits unless a known subcommand was given
     try:
-        return int(modules[args.command].run(args))
+        return int(module.run(args))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
