@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PEERS = ("otel-genai", "openllmetry", "openinference", "anthropic-builtin")
-ALL = ("baseline", "otelstream", *PEERS)
+OURS = ("otelstream", "otelstream-default")
+ALL = ("baseline", *OURS, *PEERS)
+# otelstream: every sink on (spans, Prometheus, OTel metrics: instrument(tracer_provider, meter_provider, registry)).
+# otelstream-default: spans + Prometheus, OTel metrics off (what instrument(tracer_provider=..., registry=...) does).
 # which surfaces a configuration claims to cover (a claimed surface that records nothing is flagged)
 PACKAGES = {
     "otel-genai": ("opentelemetry.instrumentation.genai.openai", "opentelemetry.instrumentation.genai.anthropic"),
@@ -62,7 +65,7 @@ class Setup:
     meter_provider: Any = None
 
     def flush(self) -> None:
-        if self.config == "otelstream":
+        if self.config in OURS:
             import otelstream
 
             otelstream.flush(timeout=30.0)
@@ -122,12 +125,15 @@ def setup(config: str, surface: str, *, tracing: bool = True) -> Setup:
     s = Setup(config, anthropic_kwargs={"open_telemetry": False})
     if config == "baseline":
         return s
-    if config == "otelstream":
+    if config in OURS:
         import otelstream
         from prometheus_client import CollectorRegistry
 
         s.registry = CollectorRegistry()
-        if tracing:
+        if tracing and config == "otelstream-default":
+            s.spans, s.tracer_provider, _, _ = _otel(global_too=False)
+            otelstream.instrument(tracer_provider=s.tracer_provider, registry=s.registry)
+        elif tracing:
             s.spans, s.tracer_provider, s.reader, s.meter_provider = _otel(global_too=False)
             otelstream.instrument(tracer_provider=s.tracer_provider, meter_provider=s.meter_provider,
                                   registry=s.registry)  # fmt: skip

@@ -155,8 +155,8 @@ def bench_cg(a, avail: dict) -> dict:
     jobs = []
     for surface in a.surfaces:
         for mode in MODES:
-            for cfg in ("baseline", "otelstream"):
-                if applicable(cfg, surface, avail):
+            for cfg in ("baseline", *configs.OURS):
+                if applicable(cfg, surface, avail) and cfg in a.configs:
                     jobs.append((cfg, surface, mode))
             if a.cg_peers and mode == "sync":
                 jobs += [(c, surface, mode) for c in configs.PEERS if applicable(c, surface, avail)]
@@ -251,17 +251,17 @@ def cg_check(cg: dict, path: str) -> list[str]:
         ref = json.load(f)["added_ir_per_event"]
     bad = []
     for row in cg.get("rows", []):
-        if row["config"] != "otelstream" or "added_ir_per_event" not in row:
+        if row["config"] not in configs.OURS or "added_ir_per_event" not in row:
             continue
-        key = f"{row['surface']}|{row['mode']}"
+        key = f"{row['config']}|{row['surface']}|{row['mode']}"
         if key in ref and row["added_ir_per_event"] > ref[key] * (1 + CG_TOLERANCE):
             bad.append(f"{key}: {row['added_ir_per_event']:.0f} > {ref[key]:.0f} + 5 %")
     return bad
 
 
 def write_baseline(cg: dict, path: str, a) -> None:
-    ref = {f"{r['surface']}|{r['mode']}": round(r["added_ir_per_event"])
-           for r in cg["rows"] if r["config"] == "otelstream" and "added_ir_per_event" in r}  # fmt: skip
+    ref = {f"{r['config']}|{r['surface']}|{r['mode']}": round(r["added_ir_per_event"])
+           for r in cg["rows"] if r["config"] in configs.OURS and "added_ir_per_event" in r}  # fmt: skip
     doc = {"what": "callgrind instructions added per event by otelstream (caller's thread + background threads, "
                    "measured phase only), vs the uninstrumented SDK, CPython 3.11, PYTHONHASHSEED=0",
            "tolerance": CG_TOLERANCE, "streams": a.cg_streams, "deltas": a.deltas, "budget": 6000,

@@ -101,7 +101,7 @@ def client_main(a) -> None:
             ev += await one(fast)
         single = {"streams": a.single, "events": ev, "cpu_per_event_ns": (time.process_time() - c0) / ev * 1e9,
                   "wall_s": time.perf_counter() - w0}  # fmt: skip
-        if setup.config == "otelstream":
+        if setup.config.startswith("otelstream"):
             setup.flush()
         # concurrent: every stream at once; each lasts ttfd + tokens * gap so that all are open together
         th0 = thread_cpu(("otelstream",))
@@ -109,7 +109,7 @@ def client_main(a) -> None:
         counts = await asyncio.gather(*(one(headers) for _ in range(a.streams)))
         cpu = time.process_time() - c0
         wall = time.perf_counter() - w0
-        if setup.config == "otelstream":
+        if setup.config.startswith("otelstream"):
             setup.flush()
         th1 = thread_cpu(("otelstream",))
         ev = sum(counts)

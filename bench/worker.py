@@ -184,9 +184,10 @@ def cmd_memory(a) -> dict:
     before = tracemalloc.get_traced_memory()[0]
     held = []
     for _ in range(a.open):
-        s = open_stream(client, a.surface)
-        next(iter(s))
-        held.append(s)
+        # what a caller suspended inside ``for event in stream:`` holds: the stream's iterator, one event pulled
+        it = iter(open_stream(client, a.surface))
+        next(it)
+        held.append(it)
     gc.collect()
     open_bytes = tracemalloc.get_traced_memory()[0] - before
     for s in held:
