@@ -96,9 +96,9 @@ class Telemetry:
     def bucket(self, family: str, le: str, **labels: str) -> float:
         for fam in self.registry.collect():
             for s in fam.samples:
-                if s.name == family + "_bucket" and s.labels.get("le") == le:
-                    if all(s.labels.get(k) == v for k, v in labels.items()):
-                        return float(s.value)
+                wanted = s.name == family + "_bucket" and s.labels.get("le") == le
+                if wanted and all(s.labels.get(k) == v for k, v in labels.items()):
+                    return float(s.value)
         raise AssertionError(f"no {family}_bucket{{le={le!r}, {labels}}}")
 
 
