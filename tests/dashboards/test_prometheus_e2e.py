@@ -3,10 +3,9 @@ rule returns data through the HTTP API, and the alerts reach pending or firing.
 
 The load is otelstream itself, twice: ``instrumented_worker.py`` (the demo's fake provider, the OpenAI and Anthropic
 SDKs under ``otelstream.instrument()`` and otelstream's metrics endpoint in a subprocess, with a fault plan and
-pacing that trip every alert) and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips). One
-series cannot be
-produced on demand (``otelstream_reports_dropped_total`` needs a full export queue); a stand-in endpoint serves
-only that one in a second scrape job, and the instrumented endpoint must still announce its family (metadata).
+pacing that trip every alert) and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips). One series
+cannot be produced on demand (``otelstream_reports_dropped_total`` needs a full export queue): a stand-in endpoint
+serves only that one in a second scrape job, and the instrumented endpoint must still announce its family.
 
 Needs the ``prometheus`` binary (Debian: ``apt-get install prometheus``); skipped with that reason without it.
 About 30 s per load (60 s in all): Prometheus start, ~15 s of 1-second scrapes, then the queries.
