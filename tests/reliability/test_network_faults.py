@@ -27,7 +27,7 @@ from otelstream.demo.provider import FAULT_HEADER, serve
 from otelstream.demo.streams import Pacing
 
 PACING = Pacing(ttfd_s=0.005, gap_s=0.001, pause_s=0.08, no_headers_s=5.0)
-TIMEOUT = httpx2.Timeout(5.0, read=0.5)
+TIMEOUT = httpx2.Timeout(10.0, read=2.0)  # no_headers and the silent server end on this read timeout
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 # ~300 bytes (the slow-drip case sends it one byte per 100 ms)
 RESP_BODY = (
