@@ -100,11 +100,24 @@ def _options_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call | None:
     if not kwargs.get("stream"):
         return None
-    found = _start(client, _options_arg(args, kwargs))
+    options = _options_arg(args, kwargs)
+    found = _start(client, options)
     if found is None:
         return None
     start, tracker_kwargs = found
-    return c.begin_call(start, **tracker_kwargs)
+    call = c.begin_call(start, **tracker_kwargs)
+    if call is not None and start.resumed:
+        _known_response_id(call, options)
+    return call
+
+
+def _known_response_id(call: c.Call, options: Any) -> None:
+    """A retrieve names its response in the URL (``/responses/{id}``): a resumed stream cut before any event that
+    carries the response object still reports which response it was (the events overwrite it when they do)."""
+    path = c.path_of(getattr(options, "url", None))
+    rid = path.rpartition("/responses/")[2]
+    if rid and "/" not in rid:
+        call.tracker.response_id = rid[:128]
 
 
 _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
@@ -251,6 +264,8 @@ def _bind(stream: Any) -> c.Call | None:
         call = c.begin_call(found[0], **found[1])
         if call is None:
             return None
+        if found[0].resumed:
+            _known_response_id(call, options)
     if call.bound:
         return None
     call.bound = True

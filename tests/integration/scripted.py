@@ -1,0 +1,153 @@
+"""A tiny scripted SSE server on 127.0.0.1 for the cases the fake provider cannot serve: ``event: ping`` on the
+OpenAI surfaces, a read timeout in the middle of a body, a half-written chunk, arbitrary byte sequences.
+
+    server = ScriptedServer().start()
+    key = server.add([frame1, Pause(0.2), frame2, Half(b"data: {"), ...])
+    client.responses.create(..., extra_headers={SCRIPT_HEADER: key})
+
+Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (a chunk header promising more bytes than follow,
+then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script without a break
+ends with the terminating chunk: a clean EOF.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import threading
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SCRIPT_HEADER = "x-script"
+
+
+@dataclass(frozen=True)
+class Pause:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Half:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Reset:
+    pass
+
+
+Step = bytes | Pause | Half | Reset
+
+
+@dataclass
+class Script:
+    steps: list[Step]
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    served: threading.Event = field(default_factory=threading.Event)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # every frame leaves at once: client-side gaps are real
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        self._serve()
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        script = self.server.scripts.get(self.headers.get(SCRIPT_HEADER, ""))
+        if script is None:
+            body = b'{"error": {"message": "no such script", "type": "not_found"}}'
+            self.send_response(404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.send_header("x-should-retry", "false")
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        try:
+            self._run(script)
+        except OSError:
+            self.close_connection = True
+        finally:
+            script.served.set()
+
+    def _run(self, script: Script) -> None:
+        self.send_response(script.status)
+        headers = {"content-type": "text/event-stream", "x-request-id": "req_scripted", "request-id": "req_scripted",
+                   **script.headers}  # fmt: skip
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        for step in script.steps:
+            if isinstance(step, Pause):
+                time.sleep(step.seconds)
+            elif isinstance(step, Half):
+                self.wfile.write(b"%x\r\n%s" % (len(step.data) * 2, step.data))
+                self.wfile.flush()
+                self._kill()
+                return
+            elif isinstance(step, Reset):
+                self.wfile.flush()
+                self._kill()
+                return
+            else:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(step), step))
+                self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _kill(self) -> None:
+        self.close_connection = True
+        with suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    scripts: dict[str, Script]
+
+
+class ScriptedServer:
+    def __init__(self) -> None:
+        self._http = _Server(("127.0.0.1", 0), _Handler)
+        self._http.scripts = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def add(self, steps: list[Step], *, status: int = 200, headers: dict[str, str] | None = None) -> str:
+        key = f"s{next(self._ids)}"
+        self._http.scripts[key] = Script(list(steps), status, dict(headers or {}))
+        return key
+
+    def served(self, key: str, timeout: float = 5.0) -> bool:
+        return self._http.scripts[key].served.wait(timeout)
