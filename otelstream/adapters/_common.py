@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
-from otelstream import _guard
+from otelstream import _guard, names
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import StreamStart
 from otelstream.core.tracker import StreamTracker
@@ -281,6 +281,10 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
     if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
         finish(call, "cancel")
     else:
+        # a non-2xx answer still names the request (APIStatusError.response): keep the id for the support ticket
+        response = getattr(exc, "response", None)
+        if response is not None and call.tracker.request_id is None:
+            call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
         finish(call, "http_error", error_type)
 
 
@@ -322,10 +326,10 @@ def call_of_response(response: Any) -> Call | None:
     return None
 
 
-def header(response: Any, names: tuple[str, ...]) -> str | None:
+def header(response: Any, keys: tuple[str, ...]) -> str | None:
     try:
         headers = response.headers
-        for name in names:
+        for name in keys:
             value = headers.get(name)
             if value:
                 return str(value)[:128]

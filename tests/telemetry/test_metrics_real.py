@@ -95,7 +95,6 @@ def test_openmetrics_exposition_parses_with_exemplars(tel: Telemetry, provider: 
     assert sum(s.value for s in streams) == 4 * len(SSE_SURFACES)
 
 
-@pytest.mark.xfail(strict=True, reason="adapters: http_error reports drop the error response's request id header")
 @pytest.mark.parametrize("surface", SSE_SURFACES)
 def test_http_error_request_id(tel: Telemetry, provider: FakeProvider, surface: str) -> None:
     """DESIGN §2: the request id header is kept; an HTTP 500 answer carries one (x-request-id / request-id)."""

@@ -136,9 +136,8 @@ def expected_attributes(
     }
     if surface != M:
         a[names.ATTR_OPENAI_API_TYPE] = surface
+    a[names.ATTR_REQUEST_ID] = f"req_{request_index:016x}"  # http_error too: the error response names the request
     if outcome != names.HTTP_ERROR:
-        # XXX http_error spans carry no request id although the error response has one: see test_http_error_request_id
-        a[names.ATTR_REQUEST_ID] = f"req_{request_index:016x}"
         a[names.ATTR_RESPONSE_MODEL] = MODELS[surface]
         a[names.ATTR_RESPONSE_ID] = _response_id(surface, seen)
     if outcome == names.ABANDONED:
