@@ -5,8 +5,8 @@ OpenAI surfaces, a read timeout in the middle of a body, a half-written chunk, a
     key = server.add([frame1, Pause(0.2), frame2, Half(b"data: {"), ...])
     client.responses.create(..., extra_headers={SCRIPT_HEADER: key})
 
-Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (a chunk header promising more bytes than follow,
-then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script without a break
+Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (the chunk header for these bytes, then only the
+first half of them, then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script without a break
 ends with the terminating chunk: a clean EOF.
 """
 
@@ -98,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(step, Pause):
                 time.sleep(step.seconds)
             elif isinstance(step, Half):
-                self.wfile.write(b"%x\r\n%s" % (len(step.data) * 2, step.data))
+                self.wfile.write(b"%x\r\n%s" % (len(step.data), step.data[: len(step.data) // 2]))
                 self.wfile.flush()
                 self._kill()
                 return
