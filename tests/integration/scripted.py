@@ -6,8 +6,8 @@ OpenAI surfaces, a read timeout in the middle of a body, a half-written chunk, a
     client.responses.create(..., extra_headers={SCRIPT_HEADER: key})
 
 Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (the chunk header for these bytes, then only the
-first half of them, then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script without a break
-ends with the terminating chunk: a clean EOF.
+first half of them, then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script
+without a break ends with the terminating chunk: a clean EOF.
 """
 
 from __future__ import annotations
