@@ -191,7 +191,7 @@ def bench_cg(a, avail: dict) -> dict:
 # --- memory ----------------------------------------------------------------------------------------------
 def bench_memory(a, avail: dict) -> dict:
     rows = []
-    variants = [("baseline", "on"), ("otelstream", "off"), ("otelstream", "on")]
+    variants = [("baseline", "on"), ("otelstream", "off"), ("otelstream-default", "on")]
     for surface in a.mem_surfaces:
         got = {}
         for cfg, tracing in variants:
