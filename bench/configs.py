@@ -42,8 +42,13 @@ def available(config: str, surface: str) -> bool:
     """Whether the configuration applies to the surface and its package is importable in this interpreter."""
     if config == "baseline":
         return True
-    if config == "otelstream":
-        return importlib.util.find_spec("otelstream.instrumentation") is not None
+    if config in OURS:
+        try:
+            import otelstream
+
+            return callable(otelstream.instrument)  # lazily imports the instrumentation module
+        except Exception:
+            return False
     mods = PACKAGES[config]
     mod = mods[1] if lib_of(surface) == "anthropic" else mods[0]
     if mod is None:
@@ -118,10 +123,11 @@ def _otel(global_too: bool) -> tuple[Any, Any, Any, Any]:
     return exporter, tp, reader, mp
 
 
-def setup(config: str, surface: str, *, tracing: bool = True) -> Setup:
-    """Install one configuration in this (fresh) process. ``tracing=False`` (otelstream only): no tracer provider,
-    for the "memory per open stream, tracing off" figure."""
-    lib = lib_of(surface)
+def setup(config: str, surface: str | list[str], *, tracing: bool = True) -> Setup:
+    """Install one configuration in this (fresh) process, for one surface or several (each library instrumented
+    once). ``tracing=False`` (otelstream only): no tracer provider, for "memory per open stream, tracing off"."""
+    surfaces = [surface] if isinstance(surface, str) else list(surface)
+    libs = sorted({lib_of(x) for x in surfaces})
     s = Setup(config, anthropic_kwargs={"open_telemetry": False})
     if config == "baseline":
         return s
@@ -145,6 +151,12 @@ def setup(config: str, surface: str, *, tracing: bool = True) -> Setup:
     if config == "anthropic-builtin":
         s.anthropic_kwargs = {"open_telemetry": {"tracer_provider": s.tracer_provider}}
         return s
+    for lib in libs:
+        _instrumentor(config, lib)().instrument(**kw)
+    return s
+
+
+def _instrumentor(config: str, lib: str):
     if config == "otel-genai":
         if lib == "openai":
             from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor as I
@@ -162,5 +174,4 @@ def setup(config: str, surface: str, *, tracing: bool = True) -> Setup:
             from openinference.instrumentation.anthropic import AnthropicInstrumentor as I
     else:
         raise SystemExit(f"unknown configuration {config!r}")
-    I().instrument(**kw)
-    return s
+    return I

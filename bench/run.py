@@ -129,22 +129,28 @@ def bench_overhead(a, avail: dict) -> dict:
 
 
 # --- callgrind ------------------------------------------------------------------------------------------
-def cg_one(cfg: str, surface: str, mode: str, a) -> dict:
+def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
+    """One callgrind process per configuration, measuring every phase (surface, mode) in turn."""
     out = tempfile.mkdtemp(prefix="otelstream-cg-")
     try:
         prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid",
                   f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
-        res = run_worker(["cg", cfg, surface, mode, "--streams", str(a.cg_streams), "--deltas", str(a.deltas),
-                          "--warmup", "2"], timeout=900, prefix=prefix)  # fmt: skip
+        res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(f"{s}:{m}" for s, m in phases),
+                          "--streams", str(a.cg_streams), "--deltas", str(a.deltas), "--warmup", "2"],
+                         timeout=1200, prefix=prefix)  # fmt: skip
         if "error" in res:
-            return res
-        parts = sorted(glob.glob(f"{out}/cg.*.2"))
-        if not parts:
-            return {"error": "no dump for the measured phase"}
-        with open(parts[0]) as f:
-            totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
-        res["ir"] = totals[0]
-        return res
+            return {f"{s}|{m}": res for s, m in phases}
+        got = {}
+        for k, ph in enumerate(res["phases"]):
+            files = glob.glob(f"{out}/cg.*.{2 * k + 2}")
+            key = f"{ph['surface']}|{ph['mode']}"
+            if not files:
+                got[key] = {"error": f"no dump {2 * k + 2}"}
+                continue
+            with open(files[0]) as f:
+                totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
+            got[key] = {"ir": totals[0], "events": ph["events"], "spans": ph["spans"], "telemetry": res["telemetry"]}
+        return got
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -153,20 +159,23 @@ def bench_cg(a, avail: dict) -> dict:
     if shutil.which("valgrind") is None:
         return {"error": "valgrind not installed (apt-get install valgrind)"}
     jobs = []
-    for surface in a.surfaces:
-        for mode in MODES:
-            for cfg in ("baseline", *configs.OURS):
-                if applicable(cfg, surface, avail) and cfg in a.configs:
-                    jobs.append((cfg, surface, mode))
-            if a.cg_peers and mode == "sync":
-                jobs += [(c, surface, mode) for c in configs.PEERS if applicable(c, surface, avail)]
-    log(f"callgrind: {len(jobs)} runs, {a.jobs} at a time")
+    for cfg in configs.ALL:
+        if cfg not in a.configs:
+            continue
+        if cfg in configs.PEERS and not a.cg_peers:
+            continue
+        modes = MODES if cfg == "baseline" or cfg in configs.OURS else ("sync",)
+        phases = [(s, m) for s in a.surfaces for m in modes if applicable(cfg, s, avail)]
+        if phases:
+            jobs.append((cfg, phases))
+    log(f"callgrind: {len(jobs)} processes ({sum(len(p) for _, p in jobs)} phases), {a.jobs} at a time")
     results = {}
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        futs = {ex.submit(cg_one, *j, a): j for j in jobs}
+        futs = {ex.submit(cg_one, cfg, phases, a): cfg for cfg, phases in jobs}
         for fut in cf.as_completed(futs):
-            cfg, surface, mode = futs[fut]
-            results[f"{cfg}|{surface}|{mode}"] = fut.result()
+            cfg = futs[fut]
+            for key, r in fut.result().items():
+                results[f"{cfg}|{key}"] = r
     rows = []
     for surface in a.surfaces:
         for mode in MODES:
@@ -183,8 +192,7 @@ def bench_cg(a, avail: dict) -> dict:
                 ev = r["events"]
                 rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": r["ir"],
                              "ir_per_event": r["ir"] / ev, "added_ir_per_event": (r["ir"] - base["ir"]) / ev,
-                             "telemetry": r.get("telemetry"),
-                             "produced": cfg == "baseline" or produced(r.get("telemetry"))})  # fmt: skip
+                             "spans": r["spans"], "produced": cfg == "baseline" or r["spans"] > 0})  # fmt: skip
     return {"rows": rows, "streams": a.cg_streams, "deltas": a.deltas}
 
 

@@ -132,39 +132,46 @@ def cmd_time(a) -> dict:
 
 # --- cg: instructions under callgrind ---------------------------------------------------------------------
 def cmd_cg(a) -> dict:
-    """Under ``valgrind --tool=callgrind --dump-before=getppid``: each ``os.getppid()`` closes one dump, so dump 2 is
-    exactly the measured phase, every thread included (the export thread's work is inside because we flush)."""
-    setup = configs.setup(a.config, a.surface)
-    body = canned.frames(a.surface, a.deltas)
-    client = make_client(a.surface, a.mode, setup, lambda _r: body)
-    events = 0
-    if a.mode == "sync":
-        for _ in range(a.warmup):
-            run_sync(client, a.surface)
-        setup.flush()
-        gc.collect()
-        os.getppid()  # dump boundary: start of the measured phase
-        for _ in range(a.streams):
-            events += run_sync(client, a.surface)
-        setup.flush()
-        os.getppid()  # dump boundary: end of the measured phase
-    else:
-
-        async def main() -> int:
+    """Under ``valgrind --tool=callgrind --dump-before=getppid``: every ``os.getppid()`` closes one dump. Phases are
+    given as ``--phases surface:mode,…``; phase k (from 0) is dump number 2k+2, every thread included (the export
+    thread's work is inside because each phase ends with a flush). Between phases: the next phase's warm-up."""
+    phases = [tuple(p.split(":")) for p in a.phases.split(",")] if a.phases else [(a.surface, a.mode)]
+    setup = configs.setup(a.config, [s for s, _ in phases])
+    out = []
+    for surface, mode in phases:
+        body = canned.frames(surface, a.deltas)
+        client = make_client(surface, mode, setup, lambda _r, body=body: body)
+        spans0 = len(setup.finished_spans())
+        if mode == "sync":
             for _ in range(a.warmup):
-                await run_async(client, a.surface)
+                run_sync(client, surface)
             setup.flush()
             gc.collect()
-            os.getppid()
-            n = 0
+            os.getppid()  # dump boundary: start of the measured phase
+            events = 0
             for _ in range(a.streams):
-                n += await run_async(client, a.surface)
+                events += run_sync(client, surface)
             setup.flush()
-            os.getppid()
-            return n
+            os.getppid()  # dump boundary: end of the measured phase
+        else:
 
-        events = asyncio.run(main())
-    return {"events": events, "telemetry": setup.check()}
+            async def main(client=client, surface=surface) -> int:
+                for _ in range(a.warmup):
+                    await run_async(client, surface)
+                setup.flush()
+                gc.collect()
+                os.getppid()
+                n = 0
+                for _ in range(a.streams):
+                    n += await run_async(client, surface)
+                setup.flush()
+                os.getppid()
+                return n
+
+            events = asyncio.run(main())
+        out.append({"surface": surface, "mode": mode, "events": events,
+                    "spans": len(setup.finished_spans()) - spans0})  # fmt: skip
+    return {"phases": out, "telemetry": setup.check()}
 
 
 # --- memory: tracemalloc per open stream and retained after the end ----------------------------------------
@@ -333,6 +340,7 @@ def main() -> None:
     p.add_argument("--total", type=int, default=10_000)
     p.add_argument("--tracing", default="on", choices=("on", "off"))
     p.add_argument("--pause", type=float, default=0.5)
+    p.add_argument("--phases", default="", help="cg: surface:mode,… measured one after another in this process")
     a = p.parse_args()
     os.environ.setdefault("OTELSTREAM_WATCHDOG_INTERVAL_S", "1")
     out = {"cmd": a.cmd, "config": a.config, "surface": a.surface, "mode": a.mode}
