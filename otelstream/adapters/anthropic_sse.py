@@ -250,7 +250,10 @@ def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
     tracker = call.tracker
     for sse in gen:
         if sse.event == "ping":
-            tracker.keepalive()
+            try:
+                tracker.keepalive()
+            except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
+                _guard.report("anthropic.ping", exc)
         yield sse
 
 
@@ -258,7 +261,10 @@ async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[
     tracker = call.tracker
     async for sse in agen:
         if sse.event == "ping":
-            tracker.keepalive()
+            try:
+                tracker.keepalive()
+            except Exception as exc:
+                _guard.report("anthropic.ping", exc)
         yield sse
 
 
