@@ -47,9 +47,22 @@ def python() -> str:
     return sys.executable
 
 
+SNAPSHOT: dict[str, str] = {}  # {"dir": …, "commit": …} when otelstream is benchmarked from a committed snapshot
+
+
+def take_snapshot(rev: str) -> None:
+    """Benchmark otelstream as committed at ``rev`` (``git archive``), not the work tree: others edit it live."""
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", rev], capture_output=True, text=True, check=True)
+    d = tempfile.mkdtemp(prefix="otelstream-snapshot-")
+    arc = subprocess.run(["git", "-C", ROOT, "archive", rev, "otelstream"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", d], input=arc.stdout, check=True)
+    SNAPSHOT.update(dir=d, commit=commit.stdout.strip())
+
+
 def worker_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    first = [SNAPSHOT["dir"]] if SNAPSHOT else []
+    env["PYTHONPATH"] = os.pathsep.join([*first, ROOT, env.get("PYTHONPATH", "")])
     env["PYTHONHASHSEED"] = "0"
     env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
     return env
@@ -334,6 +347,8 @@ def main() -> None:
     p.add_argument("--check", action="store_true", help="callgrind only; fail if above bench/baseline.json + 5 %%")
     p.add_argument("--write-baseline", action="store_true")
     p.add_argument("--out", default=os.path.join(HERE, "results.json"))
+    p.add_argument("--rev", default="HEAD", help="benchmark otelstream as committed at this revision (git archive)")
+    p.add_argument("--worktree", action="store_true", help="benchmark the work tree's otelstream instead")
     a = p.parse_args()
     a.surfaces = [s for s in a.surfaces.split(",") if s]
     a.configs = [c for c in a.configs.split(",") if c]
@@ -343,10 +358,13 @@ def main() -> None:
         only = {"cg"}
         a.cg_peers = False
     t0 = time.time()
+    if not a.worktree:
+        take_snapshot(a.rev)
     avail = probe_availability()
     res: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
                  "command": " ".join([os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]),
                  "python_for_workers": python(),
+                 "otelstream_commit": SNAPSHOT.get("commit") or "work tree",
                  "available": {f"{c}|{s}": v for (c, s), v in avail.items()}}  # fmt: skip
     if os.path.exists(a.out) and not (a.check or a.write_baseline):
         with open(a.out) as f:

@@ -24,7 +24,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+if ROOT not in sys.path:  # after $PYTHONPATH: the runner may put a committed snapshot of otelstream first
+    sys.path.append(ROOT)
 
 
 def raise_nofile() -> None:
@@ -144,7 +145,7 @@ def main() -> None:
     if a.role == "client":
         client_main(a)
         return
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ.get("PYTHONPATH", ""), ROOT]).strip(os.pathsep))
     prov = subprocess.Popen([sys.executable, __file__, "provider"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, env=env)  # fmt: skip
     try:

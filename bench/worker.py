@@ -19,7 +19,9 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: otelstream, bench
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:  # after $PYTHONPATH: the runner may put a committed snapshot of otelstream first
+    sys.path.append(_ROOT)
 
 from bench import canned, configs  # noqa: E402
 
