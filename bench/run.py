@@ -57,6 +57,9 @@ def take_snapshot(rev: str) -> None:
     arc = subprocess.run(["git", "-C", ROOT, "archive", rev, "otelstream"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", d], input=arc.stdout, check=True)
     SNAPSHOT.update(dir=d, commit=commit.stdout.strip())
+    import atexit
+
+    atexit.register(shutil.rmtree, d, True)
 
 
 def worker_env() -> dict[str, str]:
