@@ -56,6 +56,7 @@ _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 _MAX_CHOICES = 128
 _MAX_ERROR_TYPE_LEN = 64
+_INT64_MAX = 2**63 - 1  # counts beyond this cannot be exported (OTLP and Prometheus encode int64 / float64)
 # end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
 # lock makes "first call wins" exact. It is taken once per stream, never per event.
 _END_LOCK = threading.Lock()
@@ -285,10 +286,11 @@ class StreamTracker:
     # --- called by protocol modules (rare events, not per delta) --------------------------------------------
     def sequence(self, n: object) -> None:
         """Check one ``sequence_number`` (per response, O(1): a 64-number window of what was seen)."""
-        if type(n) is not int:
+        if type(n) is not int or not 0 <= n <= _INT64_MAX:
             if n is None:
                 self.missing_sequence()
             else:
+                # wrong type, negative, or beyond what any exporter can encode (int64)
                 self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
             return
         if self.seq_next is None:
@@ -405,7 +407,7 @@ class StreamTracker:
         """Validate a token count from the server: a non-negative int, else an anomaly and None."""
         if value is None:
             return None
-        if type(value) is int and value >= 0:
+        if type(value) is int and 0 <= value <= _INT64_MAX:
             return value
         # the range check comes before int(): int(inf) raises OverflowError
         if type(value) is float and 0 <= value < 1e18 and value == int(value):

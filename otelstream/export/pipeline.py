@@ -35,6 +35,7 @@ _ORPHAN = 1
 _CONN_CLOSED = 2
 # What a failed stream_started/activate returns: adapters pass it back, every method ignores it.
 _NO_HANDLE: object = None
+_DROP_WARNING_EVERY_S = 60.0  # one warning per minute at most: a full queue must not also flood the logs
 
 
 class Pipeline:
@@ -87,6 +88,7 @@ class Pipeline:
             on_tick=self._on_tick if multiprocess_gauges else None,
         )
         self._shut = False
+        self._last_drop_warning = -_DROP_WARNING_EVERY_S
 
     # --- StreamListener: caller's thread -------------------------------------------------------------------
     @_guard.guarded("export.stream_started", _NO_HANDLE)
@@ -179,6 +181,13 @@ class Pipeline:
             self.spans.connection_closed(handle, error_type, end_ns)
 
     def _count_drop(self, handle: StreamHandle) -> None:
+        now = time.monotonic()
+        if now - self._last_drop_warning >= _DROP_WARNING_EVERY_S:
+            self._last_drop_warning = now
+            logger.warning(
+                "otelstream: export queue full: dropping stream telemetry (counted in otelstream_reports_dropped_total;"
+                " raise OTELSTREAM_QUEUE_SIZE or check that the exporters keep up)"
+            )
         if self.prometheus is not None:
             self.prometheus.count_drop(handle.labels)
         if self.otel is not None:

@@ -19,7 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from otelstream import __version__, names
+from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.export.handle import ConnectionHandle, StreamHandle
 
@@ -101,7 +101,12 @@ class SpanSink:
         else:
             name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
             kind = SpanKind.CLIENT
-        span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
+        try:
+            span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
+        except Exception as exc:
+            # a broken tracer or span processor must cost the span only: metrics still need a handle
+            _guard.report("export.span_start", exc)
+            span = trace.INVALID_SPAN
         return StreamHandle(
             span, start, tracker, labels, wall_now, mono_now, internal,
             names.MAX_SPAN_EVENTS if self._span_events else 0,
