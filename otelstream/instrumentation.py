@@ -26,7 +26,8 @@ _lock = threading.RLock()
 _pipeline: Any = None
 
 # "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
-_SDKS = {"openai": "openai >= 3.40", "anthropic": "anthropic >= 2.10"}
+# lower bounds: the oldest releases CI tests (.ci/oldest-sdks.sh)
+_SDKS = {"openai": "openai >= 3.42", "anthropic": "anthropic >= 2.0"}
 
 
 def installed_sdks() -> list[str]:
