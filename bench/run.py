@@ -146,17 +146,21 @@ def bench_overhead(a, avail: dict) -> dict:
 
 # --- callgrind ------------------------------------------------------------------------------------------
 def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
-    """One callgrind process per configuration, measuring every phase (surface, mode) in turn."""
+    """One callgrind process per configuration. Each (surface, mode) is measured twice, as dump-bracketed phases:
+    short streams (``--cg-short`` deltas) and long ones (``--deltas``), so that the cost splits into a fixed part per
+    stream and a marginal part per event (two equations, two unknowns)."""
     out = tempfile.mkdtemp(prefix="otelstream-cg-")
+    specs = []
+    for s, m in phases:
+        specs += [f"{s}:{m}:{a.cg_short}:{a.cg_short_streams}", f"{s}:{m}:{a.deltas}:{a.cg_streams}"]
     try:
         prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid",
                   f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
-        res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(f"{s}:{m}" for s, m in phases),
-                          "--streams", str(a.cg_streams), "--deltas", str(a.deltas), "--warmup", "2"],
-                         timeout=1200, prefix=prefix)  # fmt: skip
+        res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(specs), "--warmup", "2"],
+                         timeout=1800, prefix=prefix)  # fmt: skip
         if "error" in res:
             return {f"{s}|{m}": res for s, m in phases}
-        got = {}
+        got: dict = {}
         for k, ph in enumerate(res["phases"]):
             files = glob.glob(f"{out}/cg.*.{2 * k + 2}")
             key = f"{ph['surface']}|{ph['mode']}"
@@ -165,10 +169,20 @@ def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
                 continue
             with open(files[0]) as f:
                 totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
-            got[key] = {"ir": totals[0], "events": ph["events"], "spans": ph["spans"], "telemetry": res["telemetry"]}
+            slot = "short" if ph["deltas"] == a.cg_short and k % 2 == 0 else "long"
+            got.setdefault(key, {})[slot] = {"ir": totals[0], **ph}
         return got
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _split(r: dict) -> tuple[float, float]:
+    """(fixed Ir per stream, marginal Ir per event) from the short and long phases."""
+    s, lg = r["short"], r["long"]
+    ps_s, ps_l = s["ir"] / s["streams"], lg["ir"] / lg["streams"]
+    ev_s, ev_l = s["events"] / s["streams"], lg["events"] / lg["streams"]
+    marginal = (ps_l - ps_s) / (ev_l - ev_s)
+    return ps_s - marginal * ev_s, marginal
 
 
 def bench_cg(a, avail: dict) -> dict:
@@ -184,7 +198,7 @@ def bench_cg(a, avail: dict) -> dict:
         phases = [(s, m) for s in a.surfaces for m in modes if applicable(cfg, s, avail)]
         if phases:
             jobs.append((cfg, phases))
-    log(f"callgrind: {len(jobs)} processes ({sum(len(p) for _, p in jobs)} phases), {a.jobs} at a time")
+    log(f"callgrind: {len(jobs)} processes ({2 * sum(len(p) for _, p in jobs)} phases), {a.jobs} at a time")
     results = {}
     with cf.ThreadPoolExecutor(a.jobs) as ex:
         futs = {ex.submit(cg_one, cfg, phases, a): cfg for cfg, phases in jobs}
@@ -192,24 +206,35 @@ def bench_cg(a, avail: dict) -> dict:
             cfg = futs[fut]
             for key, r in fut.result().items():
                 results[f"{cfg}|{key}"] = r
+                log(f"callgrind done: {cfg} {key}")
     rows = []
     for surface in a.surfaces:
         for mode in MODES:
             base = results.get(f"baseline|{surface}|{mode}")
-            if not base or "ir" not in base:
+            if not base or "long" not in base or "short" not in base:
                 continue
+            b_fixed, b_marg = _split(base)
+            bl = base["long"]
             for cfg in configs.ALL:
                 r = results.get(f"{cfg}|{surface}|{mode}")
                 if r is None:
                     continue
-                if "ir" not in r:
+                if "long" not in r or "short" not in r:
                     rows.append({"config": cfg, "surface": surface, "mode": mode, "error": r.get("error")})
                     continue
-                ev = r["events"]
-                rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": r["ir"],
-                             "ir_per_event": r["ir"] / ev, "added_ir_per_event": (r["ir"] - base["ir"]) / ev,
-                             "spans": r["spans"], "produced": cfg == "baseline" or r["spans"] > 0})  # fmt: skip
-    return {"rows": rows, "streams": a.cg_streams, "deltas": a.deltas}
+                lg = r["long"]
+                fixed, marg = _split(r)
+                ev = lg["events"]
+                rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": lg["ir"],
+                             "events_per_stream": ev / lg["streams"], "ir_per_event": lg["ir"] / ev,
+                             # the budget figure: everything added, amortized over the long streams' events
+                             "added_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
+                             "added_marginal_ir_per_event": marg - b_marg,
+                             "added_fixed_ir_per_stream": fixed - b_fixed,
+                             "spans": lg["spans"] + r["short"]["spans"],
+                             "produced": cfg == "baseline" or lg["spans"] > 0})  # fmt: skip
+    return {"rows": rows, "streams": a.cg_streams, "deltas": a.deltas, "short_deltas": a.cg_short,
+            "short_streams": a.cg_short_streams}  # fmt: skip
 
 
 # --- memory ----------------------------------------------------------------------------------------------
@@ -334,10 +359,12 @@ def main() -> None:
     p.add_argument("--only", default="overhead,cg,memory,scale,ttfd")
     p.add_argument("--surfaces", default=",".join(canned.SURFACES))
     p.add_argument("--configs", default=",".join(configs.ALL))
-    p.add_argument("--rounds", type=int, default=4, help="interleaved rounds of timing processes")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of timing processes")
     p.add_argument("--streams", type=int, default=30, help="timed streams per timing process")
     p.add_argument("--deltas", type=int, default=200, help="deltas per canned stream")
-    p.add_argument("--cg-streams", type=int, default=3)
+    p.add_argument("--cg-streams", type=int, default=3, help="callgrind: long streams per phase (--deltas each)")
+    p.add_argument("--cg-short", type=int, default=20, help="callgrind: deltas of the short streams")
+    p.add_argument("--cg-short-streams", type=int, default=5)
     p.add_argument("--cg-peers", action=argparse.BooleanOptionalAction, default=True,
                    help="also callgrind the peers (sync only)")
     p.add_argument("--jobs", type=int, default=2, help="callgrind processes at a time")

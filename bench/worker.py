@@ -137,11 +137,15 @@ def cmd_cg(a) -> dict:
     """Under ``valgrind --tool=callgrind --dump-before=getppid``: every ``os.getppid()`` closes one dump. Phases are
     given as ``--phases surface:mode,…``; phase k (from 0) is dump number 2k+2, every thread included (the export
     thread's work is inside because each phase ends with a flush). Between phases: the next phase's warm-up."""
-    phases = [tuple(p.split(":")) for p in a.phases.split(",")] if a.phases else [(a.surface, a.mode)]
-    setup = configs.setup(a.config, [s for s, _ in phases])
+    phases = []
+    for p in a.phases.split(",") if a.phases else [f"{a.surface}:{a.mode}"]:
+        parts = p.split(":")  # surface:mode[:deltas:streams]
+        phases.append((parts[0], parts[1], int(parts[2]) if len(parts) > 2 else a.deltas,
+                       int(parts[3]) if len(parts) > 3 else a.streams))  # fmt: skip
+    setup = configs.setup(a.config, [p[0] for p in phases])
     out = []
-    for surface, mode in phases:
-        body = canned.frames(surface, a.deltas)
+    for surface, mode, deltas, streams in phases:
+        body = canned.frames(surface, deltas)
         client = make_client(surface, mode, setup, lambda _r, body=body: body)
         spans0 = len(setup.finished_spans())
         if mode == "sync":
@@ -151,27 +155,27 @@ def cmd_cg(a) -> dict:
             gc.collect()
             os.getppid()  # dump boundary: start of the measured phase
             events = 0
-            for _ in range(a.streams):
+            for _ in range(streams):
                 events += run_sync(client, surface)
             setup.flush()
             os.getppid()  # dump boundary: end of the measured phase
         else:
 
-            async def main(client=client, surface=surface) -> int:
+            async def main(client=client, surface=surface, streams=streams) -> int:
                 for _ in range(a.warmup):
                     await run_async(client, surface)
                 setup.flush()
                 gc.collect()
                 os.getppid()
                 n = 0
-                for _ in range(a.streams):
+                for _ in range(streams):
                     n += await run_async(client, surface)
                 setup.flush()
                 os.getppid()
                 return n
 
             events = asyncio.run(main())
-        out.append({"surface": surface, "mode": mode, "events": events,
+        out.append({"surface": surface, "mode": mode, "deltas": deltas, "streams": streams, "events": events,
                     "spans": len(setup.finished_spans()) - spans0})  # fmt: skip
     return {"phases": out, "telemetry": setup.check()}
 

@@ -1,0 +1,174 @@
+"""Where the per-event instructions go: ``StreamTracker.event`` alone, per surface, against a clock read and one
+generator layer (the two other per-event costs of an adapter).
+
+    python bench/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
+    python bench/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
+
+Events are real SDK model objects (built through the SDKs' ``construct_type``), one delta event per surface, fed to
+one tracker in a loop (Responses with increasing ``sequence_number``).
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
+
+N = 20_000
+WHAT = ("chat_completions", "responses", "messages", "clock", "generator_layer")
+
+
+def _events():
+    import anthropic._models as am
+    import openai._models as om
+    from anthropic.types import RawContentBlockDeltaEvent
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    chunk = om.construct_type(type_=ChatCompletionChunk, value={
+        "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]})  # fmt: skip
+    rde = om.construct_type(type_=ResponseTextDeltaEvent, value={
+        "type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": "Hi",
+        "logprobs": [], "sequence_number": 0})  # fmt: skip
+    ade = am.construct_type(type_=RawContentBlockDeltaEvent, value={
+        "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}})  # fmt: skip
+    return {"chat_completions": (chunk, None), "responses": (rde, "response.output_text.delta"),
+            "messages": (ade, "content_block_delta")}  # fmt: skip
+
+
+def loops(what: str, n: int = N):
+    """(body, reference): the measured loop and the same loop without the thing measured."""
+    from otelstream.core.report import StreamStart
+    from otelstream.core.tracker import StreamTracker
+
+    def empty():
+        for _ in range(n):
+            pass
+
+    if what == "clock":
+        def clock():
+            c = time.monotonic_ns
+            for _ in range(n):
+                c()
+
+        return clock, empty
+    if what == "generator_layer":
+        def src():
+            for _ in range(n):
+                yield None
+
+        def one(g):
+            for x in g:
+                yield x
+
+        def with_layer():
+            for _ in one(src()):
+                pass
+
+        def without():
+            for _ in src():
+                pass
+
+        return with_layer, without
+    ev, name = _events()[what]
+    start = StreamStart(surface=what, provider="x", request_model="m", server_address=None, server_port=None,
+                        api_type=None, t_request_ns=time.monotonic_ns(), resumed=False)  # fmt: skip
+    t = StreamTracker(start, clock=time.monotonic_ns)
+    if what == "responses":
+        d = ev.__dict__
+        nxt = [0]  # sequence numbers keep increasing across calls of body(): in order, as on the wire
+
+        def body():
+            e = t.event
+            s = nxt[0]
+            for s in range(s, s + n):
+                d["sequence_number"] = s
+                e(ev, name)
+            nxt[0] = s + 1
+
+        def ref():
+            x = 0
+            for s in range(x, x + n):
+                d["sequence_number"] = s
+
+        return body, ref
+
+    def body2():
+        e = t.event
+        for _ in range(n):
+            e(ev, name)
+
+    return body2, empty
+
+
+def child(what: str) -> None:
+    body, ref = loops(what)
+    body()
+    ref()
+    os.getppid()
+    ref()
+    os.getppid()
+    body()
+    os.getppid()
+
+
+def opcodes() -> None:
+    for what in ("chat_completions", "responses", "messages"):
+        body, _ = loops(what, 1000)
+        body()
+        cnt: collections.Counter = collections.Counter()
+
+        def tr(frame, event, arg):
+            frame.f_trace_opcodes = True
+
+            def loc(frame, event, arg):
+                if event == "opcode":
+                    cnt[frame.f_code.co_name] += 1
+                return loc
+
+            return loc
+
+        sys.settrace(tr)
+        body()
+        sys.settrace(None)
+        per = {k: v / 1000 for k, v in cnt.items() if k not in ("body", "body2")}
+        print(f"{what}: {sum(per.values()):.0f} bytecodes per event: {per}")
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return
+    if "--opcodes" in sys.argv:
+        opcodes()
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind not installed")
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    for what in WHAT:
+        d = tempfile.mkdtemp()
+        try:
+            subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--callgrind-out-file={d}/cg.%p",
+                            sys.executable, __file__, "--child", what], env=env, capture_output=True, check=True)  # fmt: skip
+
+            def tot(k: int) -> int:
+                with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
+                    return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
+
+            print(f"{what}: {(tot(3) - tot(2)) / N:,.0f} Ir per event")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
