@@ -230,11 +230,11 @@ class StreamTracker:
         if not self.t_first_event:
             self.t_first_event = now
         if type(ev) is dict:
-            kind = self._observe(self, ev, name)
+            kind = self._observe(self, ev, name, ev)
         else:
             d = getattr(ev, "__dict__", None)
             if type(d) is dict:
-                kind = self._observe(self, d, name)
+                kind = self._observe(self, d, name, ev)
             else:
                 kind = protocols.OTHER
                 self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")

@@ -21,10 +21,11 @@ from otelstream.core.protocols.responses import observe_responses
 if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
 
-Observer = Callable[["StreamTracker", dict[str, Any], "str | None"], int]
+# (tracker, the event's field dict, its SSE name, the event itself: for fields an SDK model keeps as extras)
+Observer = Callable[["StreamTracker", dict[str, Any], "str | None", object], int]
 
 
-def observe_unknown(tracker: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+def observe_unknown(tracker: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     tracker.anomaly(names.ANOM_UNKNOWN_EVENT, "unsupported surface")
     return OTHER
 

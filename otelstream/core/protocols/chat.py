@@ -34,11 +34,11 @@ def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> bool:
     return nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning"))
 
 
-def observe_completions(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
-    return observe_chat(t, d, name, False)
+def observe_completions(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+    return observe_chat(t, d, name, ev, False)
 
 
-def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, chat: bool = True) -> int:
+def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None, chat: bool = True) -> int:
     """Chat chunks (``chat=False``: legacy completions chunks, whose payload is ``choices[].text``)."""
     err = d.get("error")
     if err is not None:

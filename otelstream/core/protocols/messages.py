@@ -28,7 +28,7 @@ _INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", 
 _OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})
 
 
-def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     typ = d.get("type")
     if typ is None:
         typ = name

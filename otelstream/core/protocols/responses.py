@@ -98,9 +98,14 @@ _KIND.update(
 KNOWN_TYPES = frozenset(_KIND)
 
 
-def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None) -> int:
+def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     typ = d.get("type")
     if typ is None:
+        # An event without `type` is built by the SDK as its union's first member, which keeps the fields that
+        # member does not declare (`response` of a lifecycle event) as pydantic extras: read those too.
+        extras = getattr(ev, "__pydantic_extra__", None) if ev is not d else None
+        if type(extras) is dict and extras:
+            d = {**d, **extras}
         if "error" in d and d["error"] is not None and name is None:
             # a gateway's in-band {"error": …} object (the SDK raises APIError for it live)
             inband_error(t, d["error"])
