@@ -13,6 +13,7 @@ import dataclasses
 import importlib.util
 import logging
 import threading
+import weakref
 from collections.abc import Collection
 from typing import Any
 
@@ -24,6 +25,7 @@ logger = logging.getLogger("otelstream")
 
 _lock = threading.RLock()
 _pipeline: Any = None
+_retiring: weakref.WeakSet[Any] = weakref.WeakSet()  # uninstrumented pipelines that still have open streams
 
 # "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
 # lower bounds: the oldest releases CI tests (.ci/oldest-sdks.sh)
@@ -60,7 +62,8 @@ def instrument(
 
 
 def uninstrument() -> None:
-    """Undo ``instrument()``: original SDK functions back (identity), pending telemetry flushed, pipeline stopped."""
+    """Undo ``instrument()``: original SDK functions back (identity), pending telemetry flushed; streams still open
+    keep reporting until they end, then the pipeline stops."""
     global _pipeline
     with _lock:
         pipeline = _pipeline
@@ -69,7 +72,11 @@ def uninstrument() -> None:
 
         adapters.uninstall()
         if pipeline is not None:
-            pipeline.shutdown()
+            # streams still open finish with the pipeline they started with: it shuts down after the last one
+            _retiring.add(pipeline)
+            pipeline.retire()
+        for old in list(_retiring):  # earlier pipelines still draining: their finished streams are recorded too
+            old.flush()
 
 
 def is_instrumented() -> bool:
@@ -77,9 +84,10 @@ def is_instrumented() -> bool:
 
 
 def flush(timeout: float = 5.0) -> bool:
-    """Wait until every finished stream's telemetry is recorded; False on timeout (True when not instrumented)."""
-    pipeline = _pipeline
-    return True if pipeline is None else bool(pipeline.flush(timeout))
+    """Wait until every finished stream's telemetry is recorded (also of streams that outlived an
+    ``uninstrument()``); False on timeout."""
+    pipelines = [p for p in (_pipeline, *_retiring) if p is not None]
+    return all([bool(p.flush(timeout)) for p in pipelines])
 
 
 def start_metrics_server(port: int = 9464, addr: str = "127.0.0.1", **tls: Any) -> Any:

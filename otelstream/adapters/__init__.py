@@ -32,7 +32,7 @@ def uninstall() -> None:
     from otelstream.adapters._common import RUNTIME
 
     PATCHER.remove()
-    RUNTIME.listener = None
+    RUNTIME.switch_off()
 
 
 __all__ = ["PATCHER", "install", "uninstall"]

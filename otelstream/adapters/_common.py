@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -45,18 +46,48 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 class Runtime:
     """Process-wide adapter configuration, set by ``instrument()`` (a listener of None means "off")."""
 
-    __slots__ = ("clock", "listener", "stall_threshold_ns")
+    __slots__ = ("clock", "listener", "lock", "stall_threshold_ns", "starting")
 
     def __init__(self) -> None:
         self.listener: StreamListener | None = None
         self.clock: Callable[[], int] = time.monotonic_ns
         self.stall_threshold_ns = 30_000_000_000
+        # Streams between "took the listener" and "the listener registered them" (once per stream, never per
+        # event): uninstall() waits for these, so a pipeline it retires has seen every stream started on it.
+        self.lock = threading.Lock()
+        self.starting = 0
+
+    def take_listener(self) -> StreamListener | None:
+        with self.lock:
+            listener = self.listener
+            if listener is not None:
+                self.starting += 1
+            return listener
+
+    def started(self) -> None:
+        with self.lock:
+            self.starting -= 1
+
+    def switch_off(self, timeout_s: float = 2.0) -> None:
+        """No new stream takes the listener; wait (briefly) until those that took it have registered."""
+        with self.lock:
+            self.listener = None
+        deadline = time.monotonic() + timeout_s
+        while self.starting > 0 and time.monotonic() < deadline:
+            time.sleep(0.0005)
 
 
 RUNTIME = Runtime()
 
 # the call being sent on this thread / task, between the request entry and the per-attempt send
 CURRENT: contextvars.ContextVar[Call | None] = contextvars.ContextVar("otelstream_call", default=None)
+
+
+def current_unbound() -> Call | None:
+    """The call whose request is running on this thread/task, when its send was not stamped (the send patch was
+    absent at that moment: a race with ``uninstrument()`` / ``instrument()``)."""
+    call = CURRENT.get()
+    return call if call is not None and not call.bound else None
 
 
 class Call:
@@ -79,13 +110,21 @@ def begin_call(
     start: StreamStart, *, parent: object | None = None, listener: StreamListener | None = None, **tracker_kwargs: Any
 ) -> Call | None:
     """Create the tracker and start the span (caller's thread). None when instrumentation is off."""
-    if listener is None:
-        listener = RUNTIME.listener
+    taken = listener is None
+    if taken:
+        listener = RUNTIME.take_listener()
         if listener is None:
             return None
-    tracker = StreamTracker(start, clock=RUNTIME.clock, stall_threshold_ns=RUNTIME.stall_threshold_ns, **tracker_kwargs)
-    call = Call(tracker, listener)
-    tracker.handle = listener.stream_started(start, tracker, parent)
+    assert listener is not None
+    try:
+        tracker = StreamTracker(
+            start, clock=RUNTIME.clock, stall_threshold_ns=RUNTIME.stall_threshold_ns, **tracker_kwargs
+        )
+        call = Call(tracker, listener)
+        tracker.handle = listener.stream_started(start, tracker, parent)
+    finally:
+        if taken:
+            RUNTIME.started()
     return call
 
 

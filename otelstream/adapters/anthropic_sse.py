@@ -19,6 +19,7 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -140,6 +141,26 @@ def _after_request(call: c.Call, result: Any) -> None:
         if http is not None:  # with_raw_response / with_streaming_response: the Stream comes with .parse()
             c.bind_response(call, http)
             c.watch(call, result)
+        else:
+            _late_bind(call, result)
+
+
+def _late_bind(call: c.Call, stream: Any) -> None:
+    """``uninstrument()`` removed the patches between this call's request and the building of its Stream: set the
+    Stream's lazy iterator (``_streaming.py:47-51``) to an observed one now, so the stream is still reported once."""
+    if not hasattr(stream, "__stream__") or getattr(stream, "response", None) is None:
+        return
+    state = getattr(stream, "__dict__", None)
+    if type(state) is not dict or "_iterator" in state or c.KEY in state:
+        return  # already iterating, or already bound by the patches
+    _bind(stream, call)
+    taken = _take(stream)
+    if taken is None:
+        return
+    inner = copy.copy(stream).__stream__()  # what the cached property would build
+    state["_iterator"] = c.observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else c.observe_sync(
+        inner, taken, classify
+    )
 
 
 def _attempt_enter(call: c.Call) -> object:
@@ -199,11 +220,11 @@ def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     return result
 
 
-def _bind(stream: Any) -> None:
+def _bind(stream: Any, known: c.Call | None = None) -> None:
     if c.KEY in stream.__dict__:
         return
     response = stream.response
-    call = c.call_of_response(response)
+    call = known or c.call_of_response(response) or c.current_unbound()
     if call is None:
         options = getattr(stream, "_options", None)
         start = _start(getattr(stream, "_client", None), options) if options is not None else None

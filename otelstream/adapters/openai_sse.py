@@ -194,6 +194,21 @@ def _after_request(call: c.Call, result: Any) -> None:
         if http is not None:
             c.bind_response(call, http)
             c.watch(call, result)
+        else:
+            _late_bind(call, result)
+
+
+def _late_bind(call: c.Call, stream: Any) -> None:
+    """``uninstrument()`` removed the patches between this call's request and the building of its Stream (or this
+    SDK version lacks the ``__stream__`` patch point): observe the Stream's generator here, so a stream whose request
+    was sent instrumented is still reported, exactly once. ``[DONE]`` is then invisible (``_iter_events`` unseen)."""
+    it = getattr(stream, "__dict__", {}).get("_iterator")
+    if it is None or getattr(stream, "response", None) is None or _bind(stream, call) is None:
+        return
+    call.tracker.done_observable = False
+    stream._iterator = c.observe_async(it, call, classify) if hasattr(it, "__anext__") else c.observe_sync(
+        it, call, classify
+    )
 
 
 def _send_enter(call: c.Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -252,9 +267,9 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
 
 
 # --- the Stream -----------------------------------------------------------------------------------------
-def _bind(stream: Any) -> c.Call | None:
+def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
     response = stream.response
-    call = c.call_of_response(response)
+    call = known or c.call_of_response(response) or c.current_unbound()
     if call is None:
         # built outside a patched request (by hand, or the request patch is missing in this SDK version)
         options = getattr(stream, "_options", None)

@@ -8,6 +8,7 @@ recorded and the caller's stream goes on.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -88,6 +89,8 @@ class Pipeline:
             on_tick=self._on_tick if multiprocess_gauges else None,
         )
         self._shut = False
+        self._abandon_after_s = settings.abandon_after_s
+        self._interval_s = max(0.01, settings.watchdog_interval_s)
         self._last_drop_warning = -_DROP_WARNING_EVERY_S
 
     # --- StreamListener: caller's thread -------------------------------------------------------------------
@@ -144,6 +147,23 @@ class Pipeline:
         ok = self.dispatcher.flush(timeout)
         provider = self.spans.provider if self.spans.provider is not None else trace.get_tracer_provider()
         return _force_flush(provider, deadline) and ok
+
+    def retire(self, timeout: float = 5.0) -> None:
+        """``uninstrument()``: streams already started under this pipeline keep reporting to it. Shut down now when
+        none is open, else from a daemon thread once the last one ends (its report, or the watchdog's idle fallback,
+        which bounds the wait by ``abandon_after_s``)."""
+        self.flush(timeout)
+        if not len(self.live):
+            self.shutdown(timeout)
+            return
+        deadline = time.monotonic() + self._abandon_after_s + 3 * self._interval_s
+
+        def reap() -> None:
+            while len(self.live) and time.monotonic() < deadline and not self._shut:
+                time.sleep(min(self._interval_s, 0.1))
+            self.shutdown(timeout)
+
+        threading.Thread(target=reap, name="otelstream-retire", daemon=True).start()
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Drain the queue, stop both threads, detach from shared gauges. Idempotent."""
