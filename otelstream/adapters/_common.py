@@ -32,6 +32,7 @@ from typing import Any
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
 from otelstream import _guard, names
+from otelstream.adapters._patch import Wrapper
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import StreamStart
 from otelstream.core.tracker import StreamTracker
@@ -306,6 +307,54 @@ def error_type_of(exc: BaseException) -> str | None:
         if isinstance(value, str) and value:
             return value[:64]
     return None
+
+
+Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]"], "Call | None"]
+After = Callable[["Call", Any], None]
+
+
+def request_wrappers(begin: Begin, after: After, where: str) -> tuple[Wrapper, Wrapper]:
+    """The sync and async wrappers of an SDK's request entry: begin the call (span at the send), keep it in
+    ``CURRENT`` while the SDK sends (a non-stream request made inside ours, a token refresh say, is not one of our
+    attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``."""
+
+    def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = None
+        with _guard.guard(where):
+            call = begin(instance, args, kwargs)
+        token = CURRENT.set(call)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if call is not None:
+                with _guard.guard(where):
+                    fail_unbound(call, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
+        if call is not None:
+            after(call, result)
+        return result
+
+    async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = None
+        with _guard.guard(where):
+            call = begin(instance, args, kwargs)
+        token = CURRENT.set(call)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if call is not None:
+                with _guard.guard(where):
+                    fail_unbound(call, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
+        if call is not None:
+            after(call, result)
+        return result
+
+    return sync, async_
 
 
 def fail_unbound(call: Call, exc: BaseException) -> None:

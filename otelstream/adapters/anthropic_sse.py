@@ -95,44 +95,6 @@ def _body_error_type(exc: BaseException) -> str | None:
 
 
 # --- the call ---------------------------------------------------------------------------------------------
-def _request_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = None
-    with _guard.guard("anthropic.request"):
-        call = _begin(instance, args, kwargs)
-    token = c.CURRENT.set(call)
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with _guard.guard("anthropic.request"):
-                c.fail_unbound(call, exc)
-        raise
-    finally:
-        c.CURRENT.reset(token)
-    if call is not None:
-        _after_request(call, result)
-    return result
-
-
-async def _request_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = None
-    with _guard.guard("anthropic.request"):
-        call = _begin(instance, args, kwargs)
-    token = c.CURRENT.set(call)
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with _guard.guard("anthropic.request"):
-                c.fail_unbound(call, exc)
-        raise
-    finally:
-        c.CURRENT.reset(token)
-    if call is not None:
-        _after_request(call, result)
-    return result
-
-
 def _after_request(call: c.Call, result: Any) -> None:
     with _guard.guard("anthropic.after_request"):
         if call.bound:
@@ -143,6 +105,9 @@ def _after_request(call: c.Call, result: Any) -> None:
             c.watch(call, result)
         else:
             _late_bind(call, result)
+
+
+_request_sync, _request_async = c.request_wrappers(_begin, _after_request, "anthropic.request")
 
 
 def _late_bind(call: c.Call, stream: Any) -> None:

@@ -145,45 +145,6 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
-def _request_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = None
-    with _guard.guard("openai.request"):
-        call = _begin(instance, args, kwargs)
-    # a non-stream request made inside ours (a token refresh, say) must not count as one of our attempts
-    token = c.CURRENT.set(call)
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with _guard.guard("openai.request"):
-                c.fail_unbound(call, exc)
-        raise
-    finally:
-        c.CURRENT.reset(token)
-    if call is not None:
-        _after_request(call, result)
-    return result
-
-
-async def _request_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = None
-    with _guard.guard("openai.request"):
-        call = _begin(instance, args, kwargs)
-    token = c.CURRENT.set(call)
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        if call is not None:
-            with _guard.guard("openai.request"):
-                c.fail_unbound(call, exc)
-        raise
-    finally:
-        c.CURRENT.reset(token)
-    if call is not None:
-        _after_request(call, result)
-    return result
-
-
 def _after_request(call: c.Call, result: Any) -> None:
     """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
     by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
@@ -196,6 +157,9 @@ def _after_request(call: c.Call, result: Any) -> None:
             c.watch(call, result)
         else:
             _late_bind(call, result)
+
+
+_request_sync, _request_async = c.request_wrappers(_begin, _after_request, "openai.request")
 
 
 def _late_bind(call: c.Call, stream: Any) -> None:
