@@ -357,6 +357,22 @@ def request_wrappers(begin: Begin, after: After, where: str) -> tuple[Wrapper, W
     return sync, async_
 
 
+def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, where: str) -> Wrapper:
+    """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
+    helper iterates): the SDK's generator, observed when ``take(stream)`` names its call."""
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        gen = wrapped(*args, **kwargs)
+        call = None
+        with _guard.guard(where):
+            call = take(instance)
+        if call is None:
+            return gen
+        return observe_async(gen, call, classify) if hasattr(gen, "__anext__") else observe_sync(gen, call, classify)
+
+    return wrapper
+
+
 def fail_unbound(call: Call, exc: BaseException) -> None:
     """The request raised before any stream existed (non-2xx, connection failure before headers): http_error."""
     if call.bound:

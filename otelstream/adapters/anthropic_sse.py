@@ -216,20 +216,7 @@ def _take(instance: Any) -> c.Call | None:
     return call
 
 
-def _stream_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    gen = wrapped(*args, **kwargs)
-    call = None
-    with _guard.guard("anthropic.stream"):
-        call = _take(instance)
-    return gen if call is None else c.observe_sync(gen, call, classify)
-
-
-def _stream_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    agen = wrapped(*args, **kwargs)
-    call = None
-    with _guard.guard("anthropic.stream"):
-        call = _take(instance)
-    return agen if call is None else c.observe_async(agen, call, classify)
+_stream = c.stream_wrapper(_take, classify, "anthropic.stream")
 
 
 def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
@@ -273,8 +260,8 @@ PATCHES = (
     Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream_sync),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream_async),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream),
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync),
     Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async),
 )

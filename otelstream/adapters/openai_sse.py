@@ -255,20 +255,7 @@ def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
     return call
 
 
-def _stream_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    gen = wrapped(*args, **kwargs)
-    call = None
-    with _guard.guard("openai.stream"):
-        call = _bind(instance)
-    return gen if call is None else c.observe_sync(gen, call, classify)
-
-
-def _stream_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    agen = wrapped(*args, **kwargs)
-    call = None
-    with _guard.guard("openai.stream"):
-        call = _bind(instance)
-    return agen if call is None else c.observe_async(agen, call, classify)
+_stream = c.stream_wrapper(_bind, classify, "openai.stream")
 
 
 def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
@@ -325,8 +312,8 @@ PATCHES = (
     Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async),
     Patch("openai._client", "OpenAI._send_request", _send_sync),
     Patch("openai._client", "AsyncOpenAI._send_request", _send_async),
-    Patch("openai._streaming", "Stream.__stream__", _stream_sync),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream_async),
+    Patch("openai._streaming", "Stream.__stream__", _stream),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async),
     Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init),
