@@ -47,9 +47,12 @@ def overhead_table(ov: dict) -> list[str]:
 
 def cg_table(cg: dict) -> list[str]:
     rows = cg.get("rows", [])
-    cfgs = [c for c in ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry", "otel-genai")
-            if any(r["config"] == c for r in rows)]  # fmt: skip
-    out = ["| surface | mode | baseline Ir/event | " + " | ".join(f"{c} added Ir/event" for c in cfgs) + " |",
+    cfgs = [c for c in ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry",
+                        "otel-genai") if any(r["config"] == c for r in rows)]  # fmt: skip
+    ref = cg.get("ref_events", 200)
+    out = [f"Added Ir per event for a stream of {ref} events = marginal per event + fixed per stream / {ref}; "
+           "below it, marginal Ir per event / fixed Ir per stream.", "",
+           "| surface | mode | baseline Ir/event | " + " | ".join(cfgs) + " |",
            "|---|---|---:|" + "---:|" * len(cfgs)]  # fmt: skip
     groups = sorted({(r["surface"], r["mode"]) for r in rows}, key=lambda g: (g[0], g[1] != "sync"))
     for surface, mode in groups:
@@ -62,13 +65,13 @@ def cg_table(cg: dict) -> list[str]:
                 cells.append("–")
             elif "error" in r:
                 cells.append("error")
-            elif not r.get("produced"):
-                cells.append(f"**no telemetry** ({r['added_ir_per_event']:,.0f})")
             else:
-                mark = ""
-                if c.startswith("otelstream"):
-                    mark = " ✅" if r["added_ir_per_event"] <= BUDGET_IR else " ❌"
-                cells.append(f"{r['added_ir_per_event']:,.0f}{mark}")
+                v = r["added_ir_per_event"]
+                mark = (" ✅" if v <= BUDGET_IR else " ❌") if c.startswith("otelstream") else ""
+                txt = f"**{v:,.0f}**{mark}<br>{r['added_marginal_ir_per_event']:,.0f} / {r['added_fixed_ir_per_stream']:,.0f}"
+                if not r.get("produced"):
+                    txt = "**no telemetry** " + txt
+                cells.append(txt)
         out.append(f"| {surface} | {mode} | {_fmt(b and b['ir_per_event'], ',.0f')} | " + " | ".join(cells) + " |")
     return out
 
@@ -143,11 +146,14 @@ def write(res: dict, path: str) -> None:
             lines += ["## Instructions per event (callgrind)", "", f"Not run: {cg['error']}", ""]
         else:
             lines += ["## Instructions added per event (callgrind)", "",
-                      f"`valgrind --tool=callgrind --dump-before=getppid`, `PYTHONHASHSEED=0`; the worker calls "
-                      f"`os.getppid()` before and after the measured phase ({cg['streams']} streams of {cg['deltas']} "
-                      "deltas after 2 warm-up streams, then `otelstream.flush()`), so that dump holds exactly that "
-                      "phase, every thread included (export and watchdog). Added = (configuration − baseline) / events. "
-                      f"Budget: ≤ {BUDGET_IR:,} per event. Deterministic to about 1 instruction per event.", ""]  # fmt: skip
+                      "`valgrind --tool=callgrind --dump-before=getppid`, `PYTHONHASHSEED=0`, one process per "
+                      "configuration; the worker calls `os.getppid()` before and after each measured phase (after 2 "
+                      "warm-up streams; each phase ends with `otelstream.flush()`), so each dump holds exactly one "
+                      "phase, every thread included (export and watchdog). Two phases per surface and mode: "
+                      f"{cg.get('short_streams')} streams of {cg.get('short_deltas')} deltas and {cg['streams']} streams "
+                      f"of {cg['deltas']} deltas, which split the cost into a fixed part per stream and a marginal part "
+                      "per event; added = configuration − baseline. Deterministic to a few instructions per event. "
+                      f"Budget: ≤ {BUDGET_IR:,} per event. Peers: sync only.", ""]  # fmt: skip
             lines += cg_table(cg) + [""]
     if "memory" in res:
         lines += ["## Memory per open stream and retained", "",

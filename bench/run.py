@@ -152,7 +152,7 @@ def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
     out = tempfile.mkdtemp(prefix="otelstream-cg-")
     specs = []
     for s, m in phases:
-        specs += [f"{s}:{m}:{a.cg_short}:{a.cg_short_streams}", f"{s}:{m}:{a.deltas}:{a.cg_streams}"]
+        specs += [f"{s}:{m}:{a.cg_short}:{a.cg_short_streams}", f"{s}:{m}:{a.cg_deltas}:{a.cg_streams}"]
     try:
         prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid",
                   f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
@@ -227,30 +227,44 @@ def bench_cg(a, avail: dict) -> dict:
                 ev = lg["events"]
                 rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": lg["ir"],
                              "events_per_stream": ev / lg["streams"], "ir_per_event": lg["ir"] / ev,
-                             # the budget figure: everything added, amortized over the long streams' events
-                             "added_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
+                             "added_measured_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
+                             # the budget figure: marginal + fixed amortized over a stream of --ref-events events
+                             "added_ir_per_event": (marg - b_marg) + (fixed - b_fixed) / a.ref_events,
                              "added_marginal_ir_per_event": marg - b_marg,
                              "added_fixed_ir_per_stream": fixed - b_fixed,
                              "spans": lg["spans"] + r["short"]["spans"],
                              "produced": cfg == "baseline" or lg["spans"] > 0})  # fmt: skip
-    return {"rows": rows, "streams": a.cg_streams, "deltas": a.deltas, "short_deltas": a.cg_short,
-            "short_streams": a.cg_short_streams}  # fmt: skip
+    return {"rows": rows, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
+            "short_streams": a.cg_short_streams, "ref_events": a.ref_events}  # fmt: skip
 
 
 # --- memory ----------------------------------------------------------------------------------------------
 def bench_memory(a, avail: dict) -> dict:
+    """Not timing-sensitive, so two worker processes at a time. The first surface gets the full ``--mem-total``
+    retained run; the others 1/5 of it."""
     rows = []
     variants = [("baseline", "on"), ("otelstream", "off"), ("otelstream-default", "on")]
+    jobs = []
+    for n, surface in enumerate(a.mem_surfaces):
+        total = a.mem_total if n == 0 else max(1, a.mem_total // 5)
+        jobs += [(surface, cfg, tracing, total) for cfg, tracing in variants if applicable(cfg, surface, avail)]
+    log(f"memory: {len(jobs)} processes, {a.jobs} at a time")
+
+    def one(job):
+        surface, cfg, tracing, total = job
+        return job, run_worker(["memory", cfg, surface, "--open", str(a.mem_open), "--total", str(total),
+                                "--tracing", tracing], timeout=900)  # fmt: skip
+
+    got: dict = {}
+    with cf.ThreadPoolExecutor(a.jobs) as ex:
+        for (surface, cfg, tracing, _), r in ex.map(one, jobs):
+            got[(surface, cfg, tracing)] = r
     for surface in a.mem_surfaces:
-        got = {}
+        base = got.get((surface, "baseline", "on"))
         for cfg, tracing in variants:
-            if not applicable(cfg, surface, avail):
+            r = got.get((surface, cfg, tracing))
+            if r is None:
                 continue
-            log(f"memory {cfg} tracing={tracing} {surface}")
-            got[(cfg, tracing)] = run_worker(["memory", cfg, surface, "--open", str(a.mem_open), "--total",
-                                              str(a.mem_total), "--tracing", tracing], timeout=600)  # fmt: skip
-        base = got.get(("baseline", "on"))
-        for (cfg, tracing), r in got.items():
             row = {"config": cfg, "tracing": tracing, "surface": surface}
             if "error" in r:
                 row["error"] = r["error"]
@@ -309,11 +323,17 @@ def cg_check(cg: dict, path: str) -> list[str]:
 
 
 def write_baseline(cg: dict, path: str, a) -> None:
-    ref = {f"{r['config']}|{r['surface']}|{r['mode']}": round(r["added_ir_per_event"])
-           for r in cg["rows"] if r["config"] in configs.OURS and "added_ir_per_event" in r}  # fmt: skip
-    doc = {"what": "callgrind instructions added per event by otelstream (caller's thread + background threads, "
-                   "measured phase only), vs the uninstrumented SDK, CPython 3.11, PYTHONHASHSEED=0",
-           "tolerance": CG_TOLERANCE, "streams": a.cg_streams, "deltas": a.deltas, "budget": 6000,
+    rows = [r for r in cg["rows"] if r["config"] in configs.OURS and "added_ir_per_event" in r]
+    ref = {f"{r['config']}|{r['surface']}|{r['mode']}": round(r["added_ir_per_event"]) for r in rows}
+    detail = {f"{r['config']}|{r['surface']}|{r['mode']}": {"marginal_ir_per_event": round(r["added_marginal_ir_per_event"]),
+                                                            "fixed_ir_per_stream": round(r["added_fixed_ir_per_stream"])}
+              for r in rows}  # fmt: skip  # fmt: skip
+    doc = {"what": "callgrind instructions added by otelstream (caller's thread + background threads, measured "
+                   "phases only) vs the uninstrumented SDK, CPython 3.11, PYTHONHASHSEED=0; added_ir_per_event = "
+                   "marginal per event + fixed per stream / ref_events. Keys: configuration|surface|mode",
+           "detail": detail,
+           "tolerance": CG_TOLERANCE, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
+           "short_streams": a.cg_short_streams, "ref_events": a.ref_events, "budget": 6000,
            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
            "added_ir_per_event": ref}  # fmt: skip
     with open(path, "w") as f:
@@ -362,9 +382,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of timing processes")
     p.add_argument("--streams", type=int, default=30, help="timed streams per timing process")
     p.add_argument("--deltas", type=int, default=200, help="deltas per canned stream")
-    p.add_argument("--cg-streams", type=int, default=3, help="callgrind: long streams per phase (--deltas each)")
-    p.add_argument("--cg-short", type=int, default=20, help="callgrind: deltas of the short streams")
-    p.add_argument("--cg-short-streams", type=int, default=5)
+    p.add_argument("--cg-deltas", type=int, default=100, help="callgrind: deltas of the long streams")
+    p.add_argument("--cg-streams", type=int, default=2, help="callgrind: long streams per phase")
+    p.add_argument("--cg-short", type=int, default=10, help="callgrind: deltas of the short streams")
+    p.add_argument("--cg-short-streams", type=int, default=3)
+    p.add_argument("--ref-events", type=int, default=200,
+                   help="callgrind: the stream length (events) the per-stream cost is amortized over for the budget")
     p.add_argument("--cg-peers", action=argparse.BooleanOptionalAction, default=True,
                    help="also callgrind the peers (sync only)")
     p.add_argument("--jobs", type=int, default=2, help="callgrind processes at a time")
