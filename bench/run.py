@@ -299,7 +299,7 @@ def bench_scale(a, avail: dict) -> dict:
     if not applicable("otelstream", "chat", avail):
         return {"error": "otelstream.instrument not available"}
     cmd = [python(), os.path.join(HERE, "scale.py"), "--streams", str(a.scale_streams), "--rounds",
-           str(a.scale_rounds)]  # fmt: skip
+           str(a.scale_rounds), "--configs", "baseline," + a.scale_config]  # fmt: skip
     log("scale: " + " ".join(cmd[1:]))
     p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=900, cwd=ROOT)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -396,6 +396,7 @@ def main() -> None:
     p.add_argument("--mem-total", type=int, default=10_000)
     p.add_argument("--scale-streams", type=int, default=10_000)
     p.add_argument("--scale-rounds", type=int, default=1)
+    p.add_argument("--scale-config", default="otelstream-default", choices=configs.OURS)
     p.add_argument("--pause", type=float, default=0.5)
     p.add_argument("--check", action="store_true", help="callgrind only; fail if above bench/baseline.json + 5 %%")
     p.add_argument("--write-baseline", action="store_true")

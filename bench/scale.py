@@ -40,8 +40,8 @@ def provider_main() -> None:
     raise_nofile()
     from otelstream.demo import provider as P
 
+    P._HTTPServer.request_queue_size = 4096  # listen() backlog for 10 000 connects (capped by net.core.somaxconn)
     with P.serve(websocket=False) as prov:
-        prov._http.request_queue_size = 4096  # (already listening; the kernel backlog is set by listen())
         print(json.dumps({"base": prov.base_url}), flush=True)
         sys.stdin.read()  # until the parent closes our stdin
 
@@ -67,13 +67,21 @@ def client_main(a) -> None:
 
     setup = configs.setup(a.config, "chat")
     headers = {"x-otelstream-tokens": str(a.tokens), "x-otelstream-gap": str(a.gap), "x-otelstream-ttfd": str(a.ttfd)}
-    limits = httpx2.Limits(max_connections=a.streams + 100, max_keepalive_connections=a.streams + 100)
-    http = httpx2.AsyncClient(limits=limits, timeout=httpx2.Timeout(300.0, connect=120.0))
-    client = openai.AsyncOpenAI(api_key="sk-bench", base_url=a.base + "/v1", max_retries=0, http_client=http)
-    state = {"open": 0, "peak": 0, "events": 0, "failed": 0}
+    # Several clients, each with raised limits: one httpx2 pool holding 10 000 connections does O(connections) work
+    # per request (the pool re-scans every connection on each assignment), which the benchmark would measure instead
+    # of the instrumentation.
+    per = -(-a.streams // a.clients)
+    limits = httpx2.Limits(max_connections=per + 50, max_keepalive_connections=per + 50)
+    clients = [openai.AsyncOpenAI(api_key="sk-bench", base_url=a.base + "/v1", max_retries=0,
+                                  http_client=httpx2.AsyncClient(limits=limits,
+                                                                 timeout=httpx2.Timeout(300.0, connect=120.0)))
+               for _ in range(a.clients)]  # fmt: skip
+    state = {"open": 0, "peak": 0, "events": 0, "failed": 0, "k": 0}
 
     async def one(h: dict) -> int:
         n = 0
+        client = clients[state["k"] % len(clients)]
+        state["k"] += 1
         try:
             stream = await client.chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True,
@@ -87,6 +95,7 @@ def client_main(a) -> None:
                 state["open"] -= 1
         except Exception as exc:  # counted, reported
             state["failed"] += 1
+            state.setdefault("first_error", f"{type(exc).__name__}: {exc!r} <- {exc.__cause__!r}"[:300])
             state.setdefault("errors", {}).setdefault(type(exc).__name__, 0)
             state["errors"][type(exc).__name__] += 1
         return n
@@ -107,7 +116,12 @@ def client_main(a) -> None:
         # concurrent: every stream at once; each lasts ttfd + tokens * gap so that all are open together
         th0 = thread_cpu(("otelstream",))
         c0, w0 = time.process_time(), time.perf_counter()
-        counts = await asyncio.gather(*(one(headers) for _ in range(a.streams)))
+        tasks = []
+        for k in range(a.streams):  # ramp: 250 new streams every 50 ms (10 000 in 2 s), not one SYN burst
+            tasks.append(asyncio.ensure_future(one(headers)))
+            if k % 250 == 249:
+                await asyncio.sleep(0.05)
+        counts = await asyncio.gather(*tasks)
         cpu = time.process_time() - c0
         wall = time.perf_counter() - w0
         if setup.config.startswith("otelstream"):
@@ -118,7 +132,7 @@ def client_main(a) -> None:
                    for k in th1}  # fmt: skip
         conc = {"streams": a.streams, "events": ev, "cpu_per_event_ns": cpu / max(ev, 1) * 1e9, "wall_s": wall,
                 "cpu_s": cpu, "peak_open": state["peak"], "failed": state["failed"],
-                "errors": state.get("errors", {}), "threads": threads}  # fmt: skip
+                "errors": state.get("errors", {}), "first_error": state.get("first_error"), "threads": threads}  # fmt: skip
         return {"single": single, "concurrent": conc}
 
     out = asyncio.run(main())
@@ -131,12 +145,15 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("role", nargs="?", default="run", choices=("run", "provider", "client"))
     p.add_argument("--config", default="baseline")
+    p.add_argument("--configs", default="baseline,otelstream-default")
+    p.add_argument("--clients", type=int, default=50, help="AsyncOpenAI clients the streams are spread over")
     p.add_argument("--base")
     p.add_argument("--streams", type=int, default=10_000)
-    p.add_argument("--single", type=int, default=300)
-    p.add_argument("--tokens", type=int, default=30)
-    p.add_argument("--gap", type=float, default=0.1)
-    p.add_argument("--ttfd", type=float, default=2.0)
+    p.add_argument("--single", type=int, default=500)
+    p.add_argument("--tokens", type=int, default=10)
+    p.add_argument("--gap", type=float, default=0.0, help="between deltas (s); 0: the provider's threads only wait once")
+    p.add_argument("--ttfd", type=float, default=45.0,
+                   help="long enough for every connection to be up before the first delta: all streams open at once")
     p.add_argument("--rounds", type=int, default=1)
     a = p.parse_args()
     if a.role == "provider":
@@ -150,12 +167,13 @@ def main() -> None:
                             text=True, env=env)  # fmt: skip
     try:
         base = json.loads(prov.stdout.readline())["base"]
-        runs: dict[str, list] = {"baseline": [], "otelstream": []}
+        cfgs = a.configs.split(",")
+        runs: dict[str, list] = {c: [] for c in cfgs}
         for r in range(a.rounds):
-            for cfg in (("baseline", "otelstream") if r % 2 == 0 else ("otelstream", "baseline")):
+            for cfg in cfgs if r % 2 == 0 else cfgs[::-1]:
                 cmd = [sys.executable, __file__, "client", "--config", cfg, "--base", base, "--streams",
                        str(a.streams), "--single", str(a.single), "--tokens", str(a.tokens), "--gap", str(a.gap),
-                       "--ttfd", str(a.ttfd)]  # fmt: skip
+                       "--ttfd", str(a.ttfd), "--clients", str(a.clients)]  # fmt: skip
                 c = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
                 lines = [ln for ln in c.stdout.splitlines() if ln.startswith("{")]
                 if c.returncode != 0 or not lines:
@@ -171,9 +189,9 @@ def main() -> None:
         vals = [r[phase][key] for r in runs[cfg] if "error" not in r]
         return statistics.median(vals) if vals else None
 
-    summary = {}
+    summary = {"config": cfgs[-1]}
     for phase in ("single", "concurrent"):
-        b, o = med("baseline", phase, "cpu_per_event_ns"), med("otelstream", phase, "cpu_per_event_ns")
+        b, o = med(cfgs[0], phase, "cpu_per_event_ns"), med(cfgs[-1], phase, "cpu_per_event_ns")
         summary[phase] = {"baseline_cpu_per_event_ns": b, "otelstream_cpu_per_event_ns": o,
                           "added_ns": (o - b) if b is not None and o is not None else None}  # fmt: skip
     print(json.dumps({"runs": runs, "summary": summary, "settings": vars(a)}), flush=True)
