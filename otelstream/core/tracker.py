@@ -25,6 +25,7 @@ from typing import Any
 
 from otelstream import names
 from otelstream.core import protocols
+from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
 from otelstream.core.report import Anomaly, SequenceStats, Stall, StreamReport, StreamStart, Usage
 
 Clock = Callable[[], int]
@@ -52,6 +53,31 @@ END_REASONS = tuple(_END_OUTCOME)
 
 _CHUNK_BOUNDS_NS = tuple(int(b * 1e9) for b in names.TIME_PER_CHUNK_BUCKETS)
 _N_CHUNK_BUCKETS = len(_CHUNK_BOUNDS_NS) + 1
+_FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT = 1, 2, 3
+_FAST_BY_SURFACE = {
+    names.RESPONSES: _FAST_RESPONSES,
+    names.RESPONSES_WEBSOCKET: _FAST_RESPONSES,
+    names.MESSAGES: _FAST_MESSAGES,
+    names.CHAT_COMPLETIONS: _FAST_CHAT,
+}
+
+
+def spread_sums(counts: list[int], total: int) -> tuple[int, ...]:
+    """Per-bucket sums (ns) for per-bucket counts whose overall sum is ``total``: each bucket's mean stays inside
+    the bucket, so recording the mean ``count`` times keeps the count, the sum and the bucket placement exact.
+    The hot path keeps only counts; the total of the gaps between consecutive deltas is last - first delta."""
+    lows = (-1, *_CHUNK_BOUNDS_NS)  # a value in bucket i is > lows[i] (le is inclusive), in integer ns
+    sums = [c * (lows[i] + 1) for i, c in enumerate(counts)]
+    residual = total - sum(sums)
+    for i, c in enumerate(counts):
+        if residual <= 0:
+            break
+        if c:
+            room = c * (_CHUNK_BOUNDS_NS[i] - lows[i] - 1) if i < len(_CHUNK_BOUNDS_NS) else residual
+            add = min(room, residual)
+            sums[i] += add
+            residual -= add
+    return tuple(sums)
 _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 _MAX_CHOICES = 128
@@ -70,9 +96,15 @@ class StreamTracker:
         "_anomalies",
         "_anomaly_counts",
         "_choices_finished",
-        "_chunk_buckets",
+        "_chunk_counts",
+        "_fast",
+        "_fast_code",
         "_observe",
+        "_seq_last_at",
+        "_seq_win_top",
         "_stalls",
+        "_wait_alarm",
+        "_wait_first",
         "choices_seen",
         "client_filter_after",
         "clock",
@@ -82,12 +114,13 @@ class StreamTracker:
         "done_seen",
         "ended",
         "error_type",
-        "events",
         "expected_choices",
         "finish_reasons",
         "handle",
         "keepalives",
+        "last_choice",
         "max_wait_ns",
+        "others",
         "rank",
         "request_id",
         "response_id",
@@ -159,12 +192,14 @@ class StreamTracker:
         self.t_prev_delta = 0
         self.t_terminal = 0
         self.wait_ns = 0
+        self._wait_first = 0  # the wait before the first event (not between events: not part of consumer time)
         self.consumer_ns = 0
         self.max_wait_ns = 0
         self.stall_ns = stall_threshold_ns
+        self._wait_alarm = 0  # min(max_wait_ns, stall_ns): one comparison per event finds both
         self.stall_count = 0
         self._stalls: list[Stall] | None = None
-        self.events = 0
+        self.others = 0  # events that are not deltas (events = deltas + others)
         self.deltas = 0
         self.keepalives = 0
         self.done_seen = False
@@ -177,6 +212,7 @@ class StreamTracker:
         self.finish_reasons: list[str] = []
         self.expected_choices = expected_choices
         self.choices_seen: set[int] | None = None
+        self.last_choice: object = None  # the index choice_seen() accepted last (chunks repeat it)
         self._choices_finished: dict[int, str] | None = None
         self.usage_requested = usage_requested
         self.usage_seen = False
@@ -195,7 +231,9 @@ class StreamTracker:
         self.seq_first: int | None = None
         self.seq_last: int | None = None
         self.seq_next: int | None = None  # the number expected next (None before the first)
-        self.seq_window = 0  # bit k set: number (seq_next - 1 - k) was seen
+        self.seq_window = 0  # bit k set: number (_seq_win_top - 1 - k) was seen
+        self._seq_win_top = 0
+        self._seq_last_at = 0  # seq_next when seq_last was recorded
         self.seq_gaps = 0
         self.seq_skipped = 0
         self.seq_duplicates = 0
@@ -204,62 +242,124 @@ class StreamTracker:
         self.seq_missing = False
         self._anomalies: list[Anomaly] | None = None
         self._anomaly_counts: dict[str, int] | None = None
-        self._chunk_buckets: list[int] | None = None
+        self._chunk_counts: list[int] | None = None  # time per output chunk: counts per bucket (sums derived)
+        self._fast_code = _FAST_BY_SURFACE.get(start.surface, 0)
+        self._fast = 0  # = _fast_code while steady (see event())
 
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | None = None) -> None:
         """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it.
 
-        Written flat on purpose (no helper calls on the common path): a Python call costs more than the work."""
+        At CPython's ~50 instructions per bytecode every statement here costs the caller on every event, so the
+        common case — an SDK model carrying a plain delta, in order, mid-stream — takes a flat path that checks its
+        few fields inline and does only what cannot be derived later (consumer time and the chunk-time sums are
+        computed at the end). Everything else goes through the surface's protocol module (``_event``)."""
         now = self.clock()
+        fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
+        if fast:
+            hit = False
+            try:
+                d = ev.__dict__
+                if fast == _FAST_RESPONSES:
+                    seq = d.get("sequence_number")
+                    delta = d.get("delta")
+                    hit = (
+                        seq == self.seq_next
+                        and type(delta) is str
+                        and delta != ""
+                        and type(seq) is int
+                        and d.get("type") in _RESPONSES_DELTA_TYPES
+                    )
+                    if hit:
+                        self.seq_next = seq + 1
+                elif fast == _FAST_MESSAGES:
+                    if d.get("type") == "content_block_delta":
+                        dd = d.get("delta").__dict__
+                        if dd.get("type") == "text_delta":
+                            text = dd.get("text")
+                            hit = type(text) is str and text != ""
+                else:  # chat: one choice, content only, no finish, no usage, no error
+                    choices = d.get("choices")
+                    if type(choices) is list and len(choices) == 1 and d.get("usage") is None:
+                        c = choices[0].__dict__
+                        if c.get("finish_reason") is None and c.get("index") == self.last_choice:
+                            content = c.get("delta").__dict__.get("content")
+                            hit = type(content) is str and content != "" and d.get("error") is None
+            except AttributeError:  # a dict (offline) or an odd object: the general path decides
+                hit = False
+            if hit:
+                tp = self.t_pull
+                if tp:
+                    self.t_pull = 0
+                    wait = now - tp
+                    self.wait_ns += wait
+                    if wait > self._wait_alarm:
+                        self._long_wait(tp, wait)
+                # (events = deltas + others, and the last event time is t_prev_delta: both derived at the end)
+                self.deltas += 1
+                gap = now - self.t_prev_delta
+                self.t_prev_delta = now
+                self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, gap)] += 1  # type: ignore[index]
+                return
+        self._event(ev, name, now)
+
+    def _event(self, ev: Any, name: str | None, now: int) -> None:
+        """The general path: any event, classified by the surface's protocol module."""
         if self.ended:
             return
         tp = self.t_pull
         if tp:
             self.t_pull = 0
             wait = now - tp
-            if wait >= 0:  # a clock that went backwards (a bad injected clock) yields no wait
-                self.wait_ns += wait
-                if wait > self.max_wait_ns:
-                    self.max_wait_ns = wait
-                if wait > self.stall_ns:
-                    self._stall(tp, wait)
-                last = self.t_last_event
-                if last and tp > last:
-                    self.consumer_ns += tp - last
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
         if not self.t_first_event:
             self.t_first_event = now
-        if type(ev) is dict:
-            kind = self._observe(self, ev, name, ev)
+            self._wait_first = self.wait_ns
+        try:
+            d = ev.__dict__  # an SDK model's fields
+        except AttributeError:
+            d = ev if type(ev) is dict else None  # decoded JSON (offline), or junk
+        if d is None:
+            kind = protocols.OTHER
+            self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
         else:
-            d = getattr(ev, "__dict__", None)
-            if type(d) is dict:
-                kind = self._observe(self, d, name, ev)
-            else:
-                kind = protocols.OTHER
-                self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
+            kind = self._observe(self, d, name, ev)
         self.t_last_event = now
-        self.t_last_ns = now
-        if kind == protocols.KEEPALIVE:
+        if kind == protocols.DELTA:
+            self.deltas += 1
+            prev = self.t_prev_delta
+            self.t_prev_delta = now
+            if not prev:
+                self.t_first_delta = now
+                self._chunk_counts = [0] * _N_CHUNK_BUCKETS
+            else:
+                self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, now - prev)] += 1  # type: ignore[index]
+        elif kind == protocols.KEEPALIVE:
             self.keepalives += 1
-            return
-        self.events += 1
-        if kind != protocols.DELTA:
-            return
-        self.deltas += 1
-        prev = self.t_prev_delta
-        self.t_prev_delta = now
-        if not prev:
-            self.t_first_delta = now
-            return
-        gap = now - prev if now > prev else 0
-        # time per output chunk: counts in [0, N), sums (ns) in [N, 2N) of one lazily made list
-        buckets = self._chunk_buckets
-        if buckets is None:
-            buckets = self._chunk_buckets = [0] * (2 * _N_CHUNK_BUCKETS)
-        i = bisect_left(_CHUNK_BOUNDS_NS, gap)
-        buckets[i] += 1
-        buckets[i + _N_CHUNK_BUCKETS] += gap
+        else:
+            self.others += 1
+        # steady: a delta was seen, the answer is not over, every event reaches the caller
+        steady = self.t_prev_delta and not self.terminal and not self.ended and self.client_filter_after is None
+        self._fast = self._fast_code if steady else 0
+
+    def last_activity_ns(self) -> int:
+        """When the stream last did something: its send, an event, ``[DONE]`` (the idle fallback counts from it)."""
+        return max(self.t_last_ns, self.t_last_event, self.t_prev_delta)
+
+    @property
+    def events(self) -> int:
+        """Parsed events so far, keepalives and ``[DONE]`` excluded."""
+        return self.deltas + self.others
+
+    def _long_wait(self, tp: int, wait: int) -> None:
+        """A wait above the alarm: a new longest wait, or a stall (the alarm is the lower of the two)."""
+        if wait > self.max_wait_ns:
+            self.max_wait_ns = wait
+        if wait > self.stall_ns:
+            self._stall(tp, wait)
+        self._wait_alarm = min(self.max_wait_ns, self.stall_ns)
 
     def _stall(self, tp: int, wait: int) -> None:
         self.stall_count += 1
@@ -279,13 +379,15 @@ class StreamTracker:
         if self.ended:
             return
         self.done_seen = True
-        self.t_last_ns = self.clock()
+        self.t_last_ns = self.clock()  # arrived during a wait: activity, but not an event
         if self.surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
             self.anomaly(names.ANOM_TRAILING_DONE, "[DONE] after the terminal event" if self.terminal else "[DONE]")
 
     # --- called by protocol modules (rare events, not per delta) --------------------------------------------
     def sequence(self, n: object) -> None:
-        """Check one ``sequence_number`` (per response, O(1): a 64-number window of what was seen)."""
+        """Check one ``sequence_number`` (per response, O(1)). Protocol modules take the in-order case themselves
+        (``n == seq_next``: just advance ``seq_next``); the 64-number window of what was seen is brought up to date
+        here, lazily: every number from ``_seq_win_top`` to ``seq_next - 1`` arrived in order."""
         if type(n) is not int or not 0 <= n <= _INT64_MAX:
             if n is None:
                 self.missing_sequence()
@@ -293,34 +395,52 @@ class StreamTracker:
                 # wrong type, negative, or beyond what any exporter can encode (int64)
                 self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
             return
-        if self.seq_next is None:
+        nxt = self.seq_next
+        if nxt is None:
             self.seq_first = n
             expected = 0 if self.starting_after is None else self.starting_after + 1
             if n != expected:
                 self.seq_bad_start = True
                 self.anomaly(names.ANOM_SEQUENCE_BAD_START, f"expected {expected}, got {n}")
-            self.seq_next = n + 1
             self.seq_window = 1
-        elif n >= self.seq_next:
-            mx = self.seq_next - 1
-            if n > mx + 1:
-                self.seq_gaps += 1
-                self.seq_skipped += n - mx - 1
-                self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {mx + 1}, got {n}")
-            shift = n - mx
-            self.seq_window = ((self.seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
-            self.seq_next = n + 1
         else:
-            back = self.seq_next - 1 - n
-            if back < _SEQ_WINDOW and (self.seq_window >> back) & 1:
-                self.seq_duplicates += 1
-                self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
+            run = nxt - self._seq_win_top  # numbers that arrived in order since the window was last updated
+            if run >= _SEQ_WINDOW:
+                self.seq_window = _SEQ_MASK
+            elif run:
+                self.seq_window = ((self.seq_window << run) | ((1 << run) - 1)) & _SEQ_MASK
+            if n >= nxt:
+                if n > nxt:
+                    self.seq_gaps += 1
+                    self.seq_skipped += n - nxt
+                    self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {nxt}, got {n}")
+                shift = n - nxt + 1
+                self.seq_window = ((self.seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
             else:
-                self.seq_out_of_order += 1
-                self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.seq_last}")
-                if back < _SEQ_WINDOW:
-                    self.seq_window |= 1 << back
+                back = nxt - 1 - n
+                first = self.seq_first if self.seq_first is not None else 0
+                if back < _SEQ_WINDOW and n >= first and (self.seq_window >> back) & 1:
+                    self.seq_duplicates += 1
+                    self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
+                else:
+                    self.seq_out_of_order += 1
+                    self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.last_sequence()}")
+                    if back < _SEQ_WINDOW:
+                        self.seq_window |= 1 << back
+                self._seq_win_top = nxt
+                self.seq_last = n
+                self._seq_last_at = nxt
+                return
+        self.seq_next = n + 1
+        self._seq_win_top = n + 1
         self.seq_last = n
+        self._seq_last_at = n + 1
+
+    def last_sequence(self) -> int | None:
+        """The sequence number seen last: ``seq_next - 1`` unless the last one seen arrived out of order."""
+        if self.seq_next is None:
+            return None
+        return self.seq_last if self._seq_last_at == self.seq_next else self.seq_next - 1
 
     def missing_sequence(self) -> None:
         if not self.seq_missing:
@@ -344,6 +464,7 @@ class StreamTracker:
             self.rank = rank
         if terminal and not self.terminal:
             self.terminal = True
+            self._fast = 0
             self.t_terminal = self.clock()
 
     def saw_error(self) -> bool:
@@ -379,6 +500,7 @@ class StreamTracker:
                 self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
                 return None
             seen.add(index)
+        self.last_choice = index
         return index
 
     def choice_finished(self, index: int, reason: str) -> bool:
@@ -425,20 +547,23 @@ class StreamTracker:
             if self.ended:
                 return None
             self.ended = True
+            self._fast = 0
         if now is None:
             now = self.clock()
+        # consumer time = time between the first and the last event not spent waiting for the next one
+        last = self.t_last_event = max(self.t_last_event, self.t_prev_delta)  # the fast path stamps deltas only
+        if self.t_first_event:
+            self.consumer_ns = (last - self.t_first_event) - (self.wait_ns - self._wait_first)
         tp = self.t_pull
         if tp:
             # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
             self.t_pull = 0
             wait = now - tp
-            if wait >= 0:
-                self.wait_ns += wait
-                self.max_wait_ns = max(self.max_wait_ns, wait)
-                if wait > self.stall_ns:
-                    self._stall(tp, wait)
-                if self.t_last_event and tp > self.t_last_event:
-                    self.consumer_ns += tp - self.t_last_event
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
+            if last and tp > last:
+                self.consumer_ns += tp - last
         if how == "error":
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)
@@ -473,7 +598,8 @@ class StreamTracker:
         if error_type is None and outcome in names.BAD_OUTCOMES:
             error_type = outcome
         counts = self._anomaly_counts
-        buckets = self._chunk_buckets or [0] * (2 * _N_CHUNK_BUCKETS)
+        chunk_counts = self._chunk_counts or [0] * _N_CHUNK_BUCKETS
+        chunk_total = self.t_prev_delta - self.t_first_delta if self.t_first_delta else 0
         return StreamReport(
             surface=self.surface,
             provider=start.provider,
@@ -495,16 +621,16 @@ class StreamTracker:
             t_end_ns=max(t_end, t0),
             time_to_first_event_ns=self.t_first_event - t0 if self.t_first_event else None,
             time_to_first_delta_ns=self.t_first_delta - t0 if self.t_first_delta else None,
-            max_wait_ns=self.max_wait_ns,
-            wait_ns=self.wait_ns,
-            consumer_ns=self.consumer_ns,
+            max_wait_ns=max(0, self.max_wait_ns),
+            wait_ns=max(0, self.wait_ns),  # never negative, even with an injected clock that went backwards
+            consumer_ns=max(0, self.consumer_ns),
             events=self.events,
             deltas=self.deltas,
             keepalives=self.keepalives,
             done_sentinel=self.done_seen,
             sequence=SequenceStats(
                 first=self.seq_first,
-                last=self.seq_last,
+                last=self.last_sequence(),
                 gaps=self.seq_gaps,
                 skipped=self.seq_skipped,
                 duplicates=self.seq_duplicates,
@@ -524,8 +650,8 @@ class StreamTracker:
             anomaly_counts=tuple(sorted(counts.items())) if counts else (),
             stalls=tuple(self._stalls or ()),
             stall_count=self.stall_count,
-            chunk_counts=tuple(buckets[:_N_CHUNK_BUCKETS]),
-            chunk_sums_ns=tuple(buckets[_N_CHUNK_BUCKETS:]),
+            chunk_counts=tuple(chunk_counts),
+            chunk_sums_ns=spread_sums(chunk_counts, chunk_total),
         )
 
 

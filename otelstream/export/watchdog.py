@@ -146,7 +146,7 @@ class Watchdog:
                 if now - t_pull > live.stall_threshold_ns and handle.stall_mark != t_pull:
                     handle.stall_mark = t_pull  # once per stall: the next wait has a different t_pull
                     self._on_stall(handle, t_pull, now)
-            elif self.abandon_after_ns and now - tracker.t_last_ns > self.abandon_after_ns:
+            elif self.abandon_after_ns and now - tracker.last_activity_ns() > self.abandon_after_ns:
                 self._on_idle(tracker, handle)
         if self._on_tick is not None:
             active, stalled = live.counts()

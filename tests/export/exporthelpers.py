@@ -32,9 +32,13 @@ class FakeTracker:
         self.start = start
         self.clock = clock
         self.t_pull = 0
-        self.t_last_ns = clock()
+        self.t_last_ns = clock()  # the send (adapters stamp it)
+        self.t_last_event = 0  # the last event (the tracker stamps it)
         self.ended = False
         self.end_calls: list[str] = []
+
+    def last_activity_ns(self) -> int:
+        return max(self.t_last_ns, self.t_last_event)
 
     def end(self, how: str, error_type: str | None = None) -> StreamReport | None:
         self.end_calls.append(how)

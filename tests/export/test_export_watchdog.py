@@ -57,7 +57,7 @@ def test_idle_stream_is_abandoned_once(make_pipeline: Any, clock: Clock, span_ex
     p.watchdog.tick()
     assert tracker.end_calls == []
     tracker.t_pull = 0
-    tracker.t_last_ns = clock()
+    tracker.t_last_event = clock()  # an event arrived: idleness counts from here
     clock.advance(601)
     p.watchdog.tick()
     p.watchdog.tick()

@@ -11,7 +11,7 @@ OTHER = 0
 DELTA = 1
 KEEPALIVE = 2
 
-_EMPTY: dict[str, Any] = {}
+EMPTY: dict[str, Any] = {}  # the fields of something that has none
 
 
 def fields(obj: object) -> dict[str, Any]:
@@ -19,7 +19,7 @@ def fields(obj: object) -> dict[str, Any]:
     if type(obj) is dict:
         return obj
     d = getattr(obj, "__dict__", None)
-    return d if type(d) is dict else _EMPTY
+    return d if type(d) is dict else EMPTY
 
 
 def extra(obj: object, key: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, extra, fields, inband_error, nonempty
+from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, extra, fields, inband_error, nonempty
 
 if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
@@ -59,42 +59,45 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
         if isinstance(model, str) and model:
             t.response_model = model[:128]
     is_delta = False
-    was_terminal = t.terminal
     choices = d.get("choices")
     if choices:
         if type(choices) is not list:
             t.anomaly(names.ANOM_BAD_FIELD, "choices")
         else:
+            was_terminal = t.terminal
             for choice in choices:
-                c = choice if type(choice) is dict else getattr(choice, "__dict__", None)
-                if type(c) is not dict:
-                    t.anomaly(names.ANOM_BAD_FIELD, "choice")
-                    continue
+                try:
+                    c = choice.__dict__
+                except AttributeError:
+                    if type(choice) is not dict:
+                        t.anomaly(names.ANOM_BAD_FIELD, "choice")
+                        continue
+                    c = choice
                 if not is_delta:
                     if chat:
                         delta = c.get("delta")
-                        dl = delta if type(delta) is dict else getattr(delta, "__dict__", None)
-                        if type(dl) is dict:
-                            content = dl.get("content")
-                            is_delta = (type(content) is str and content != "") or _chat_delta_rest(delta, dl)
+                        try:
+                            dl = delta.__dict__
+                        except AttributeError:
+                            dl = delta if type(delta) is dict else EMPTY
+                        content = dl.get("content")
+                        is_delta = (type(content) is str and content != "") or _chat_delta_rest(delta, dl)
                     else:
                         text = c.get("text")
                         is_delta = type(text) is str and text != ""
                 index = c.get("index", 0)
-                seen = t.choices_seen
-                if type(index) is not int or seen is None or index not in seen:
+                if index != t.last_choice:  # the same choice as the chunk before: known already
                     index = t.choice_seen(index)
                 reason = c.get("finish_reason")
                 if reason is not None and index is not None and isinstance(reason, str):
                     _finished(t, index, reason)
             if is_delta and was_terminal:
                 t.after_terminal()
-    if "usage" in d:
-        if t.usage_requested is None and type(d) is dict:
-            t.usage_requested = True  # offline: chunks carry a usage key only when usage was requested
-        usage = d["usage"]
-        if usage is not None:
-            _usage(t, usage)
+    usage = d.get("usage")
+    if usage is not None:
+        _usage(t, usage)
+    elif t.usage_requested is None and ev is d and "usage" in d:
+        t.usage_requested = True  # offline: chunks carry a usage key (null until the last) only when requested
     if t.usage_seen and t.all_choices_finished():
         _complete(t)
     return DELTA if is_delta else OTHER

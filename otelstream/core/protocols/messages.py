@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_code, fields, inband_error
+from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, error_code, fields, inband_error
 
 if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
@@ -38,17 +38,20 @@ def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None, ev: 
         if t.terminal:
             t.after_terminal()
         delta = d.get("delta")
-        dd = delta if type(delta) is dict else getattr(delta, "__dict__", None)
-        if type(dd) is not dict:
+        try:
+            dd = delta.__dict__
+        except AttributeError:
+            dd = delta if type(delta) is dict else EMPTY
+        try:
+            key = _PAYLOAD_KEY.get(dd.get("type"))  # type: ignore[arg-type]
+        except TypeError:  # an unhashable delta type
             return OTHER
-        delta_type = dd.get("type")
-        key = _PAYLOAD_KEY.get(delta_type) if type(delta_type) is str else None
         if key is None:
             return OTHER
         payload = dd.get(key)
-        if key == "citation":
+        if type(payload) is str:
             return DELTA if payload else OTHER
-        return DELTA if type(payload) is str and payload else OTHER
+        return DELTA if key == "citation" and payload else OTHER
     if type(typ) is not str and typ is not None:
         # a non-string type (a list, a dict) must not reach the frozenset lookup below: unhashable.
         # Checked after the delta branch so the per-delta path pays nothing for it.

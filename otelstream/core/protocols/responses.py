@@ -16,8 +16,6 @@ from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_cod
 if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
 
-SEQ_WINDOW_MASK = (1 << 64) - 1  # the tracker's duplicate-detection window: the last 64 numbers
-
 _K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING = range(8)
 
 _DELTA_TYPES = (
@@ -80,6 +78,7 @@ _OTHER_TYPES = (
     "response.steer.pending",
     "response.steer.failed",
 )
+DELTA_TYPES = frozenset(_DELTA_TYPES)  # the tracker's fast path checks these inline
 _KIND: dict[str, int] = {t: _K_DELTA for t in _DELTA_TYPES}
 _KIND.update({t: _K_OTHER for t in _OTHER_TYPES})
 _KIND.update(
@@ -118,10 +117,7 @@ def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev:
         return KEEPALIVE
     seq = d.get("sequence_number")
     if seq == t.seq_next and type(seq) is int:
-        # in order (the common case): the tracker's sequence() inlined
-        t.seq_next = seq + 1
-        t.seq_last = seq
-        t.seq_window = ((t.seq_window << 1) | 1) & SEQ_WINDOW_MASK
+        t.seq_next = seq + 1  # in order, the common case: all the tracker's sequence() would do
     elif seq is not None or kind != _K_ERROR:
         t.sequence(seq)
     if kind == _K_DELTA:
