@@ -11,7 +11,7 @@ import pytest
 # Set before any otelstream hook runs: guarded code re-raises internal errors under tests (otelstream/_guard.py).
 os.environ["OTELSTREAM_RAISE_INTERNAL_ERRORS"] = "1"
 
-from otelstream import _guard  # noqa: E402  (after the environment is set)
+from otelstream import _guard
 
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures"
 
