@@ -165,9 +165,11 @@ def write(res: dict, path: str) -> None:
                   "stream with tracing off; 0 retained.", ""] + memory_table(res["memory"]) + [""]  # fmt: skip
     if "scale" in res:
         lines += ["## 10 000 concurrent async streams (fake provider)", "",
-                  "`bench/scale.py`: the fake provider in its own process; one `AsyncOpenAI` client with "
-                  "`httpx2.Limits(max_connections=streams+100)`; Chat streams with usage. Single = the same client "
-                  "process running streams one at a time first. CPU per event = client process CPU time / events.",
+                  "`bench/scale.py`: the fake provider in its own process; the streams spread over 50 `AsyncOpenAI` "
+                  "clients with raised `httpx2.Limits`; Chat streams with usage, 10 deltas, 45 s to the first delta "
+                  "so that all are open at once. Single = the same client process running 500 streams one at a time "
+                  "first. CPU per event = client process CPU time (all threads) / events; short streams, so the "
+                  "per-stream cost dominates the added figure.",
                   ""] + scale_lines(res["scale"]) + [""]  # fmt: skip
     if "ttfd" in res:
         lines += ["## Time to first delta with a scripted pause", "",
