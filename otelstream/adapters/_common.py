@@ -200,6 +200,12 @@ class _BodyBase:
         body = self.__dict__.get("_otelstream_body")
         if body is None:
             raise AttributeError(name)
+        if name == "stream_observer":
+            # anthropic reads it on every item (_streaming.py:53-56): answer from our __dict__ after the first
+            # time, a miss included (anthropic's getattr default is None), instead of raising on every event
+            value = getattr(body, name, None)
+            self.__dict__[name] = value
+            return value
         return getattr(body, name)
 
 

@@ -487,14 +487,20 @@ class StreamTracker:
             self.finish_reasons.append(reason[:_MAX_ERROR_TYPE_LEN])
 
     def choice_seen(self, index: object) -> int | None:
-        """Track a chat/completions choice index (bounded); returns it, or None when unusable."""
+        """Track a chat/completions choice index (bounded); returns it, or None when unusable. Most streams have one
+        choice: a set of the indices is made only when a second one appears."""
         if type(index) is not int or index < 0:
             if index is not None:
                 self.anomaly(names.ANOM_BAD_FIELD, "choice index")
             return None if index is not None else 0
+        if index == self.last_choice:
+            return index
         seen = self.choices_seen
         if seen is None:
-            seen = self.choices_seen = set()
+            if self.last_choice is None:
+                self.last_choice = index
+                return index
+            seen = self.choices_seen = {self.last_choice}  # type: ignore[arg-type]
         if index not in seen:
             if len(seen) >= _MAX_CHOICES:
                 self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
@@ -523,7 +529,7 @@ class StreamTracker:
         if n is not None and n > 0:
             return len(finished) >= n
         seen = self.choices_seen
-        return seen is None or len(finished) >= len(seen)
+        return len(finished) >= (len(seen) if seen is not None else 1)
 
     def tokens(self, value: object, what: str) -> int | None:
         """Validate a token count from the server: a non-negative int, else an anomaly and None."""

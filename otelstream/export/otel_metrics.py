@@ -111,9 +111,12 @@ class OtelMetricsSink:
             hist = i[names.PROM_TIME_PER_OUTPUT_CHUNK]
             attrs = attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
             # The OTel API has no bulk record: the bucket mean, count times (exact placement, count and sum).
+            # The exemplar context goes with the first point of a bucket only: offering it again per chunk costs the
+            # SDK an exemplar-reservoir pass each time and can only replace one exemplar with an identical one.
             for _, count, _, mean in merge:
-                for _ in range(count):
-                    hist.record(mean, attrs, context=ctx)
+                hist.record(mean, attrs, context=ctx)
+                for _ in range(count - 1):
+                    hist.record(mean, attrs)
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
         self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, labels[:3]))
