@@ -94,7 +94,7 @@ def _messages(n: int) -> list[bytes]:
         sse({"type": "message_start", "message": {"id": "msg_bench", "type": "message", "role": "assistant",
              "content": [], "model": MODEL_AN, "stop_reason": None, "stop_sequence": None,
              "usage": {"input_tokens": 12, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
-                       "output_tokens": 1}}}, "message_start"),  # fmt: skip
+                       "output_tokens": 1}}}, "message_start"),
         sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
             "content_block_start"),
         sse({"type": "ping"}, "ping"),

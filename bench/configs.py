@@ -132,8 +132,9 @@ def setup(config: str, surface: str | list[str], *, tracing: bool = True) -> Set
     if config == "baseline":
         return s
     if config in OURS:
-        import otelstream
         from prometheus_client import CollectorRegistry
+
+        import otelstream
 
         s.registry = CollectorRegistry()
         if tracing and config == "otelstream-default":

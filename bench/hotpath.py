@@ -68,8 +68,7 @@ def loops(what: str, n: int = N):
                 yield None
 
         def one(g):
-            for x in g:
-                yield x
+            yield from g
 
         def with_layer():
             for _ in one(src()):

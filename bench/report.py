@@ -154,7 +154,7 @@ def write(res: dict, path: str) -> None:
                       f"of {cg['deltas']} deltas, which split the cost into a fixed part per stream and a marginal part "
                       "per event; added = configuration − baseline. Deterministic to a few instructions per event. "
                       f"Budget: ≤ {BUDGET_IR:,} per event. Peers: sync only.", ""]  # fmt: skip
-            lines += cg_table(cg) + [""]
+            lines += [*cg_table(cg), ""]
     if "memory" in res:
         lines += ["## Memory per open stream and retained", "",
                   "tracemalloc, sync clients over MockTransport, after 20 warm-up streams: heap growth while holding "

@@ -90,9 +90,9 @@ def applicable(config: str, surface: str, avail: dict) -> bool:
 
 def probe_availability() -> dict:
     code = (
-        "import json,sys; sys.path.insert(0, %r); from bench import configs, canned; "
+        f"import json,sys; sys.path.insert(0, {ROOT!r}); from bench import configs, canned; "
         "print(json.dumps({f'{c}|{s}': configs.available(c, s) for c in configs.ALL for s in canned.SURFACES}))"
-    ) % ROOT
+    )
     p = subprocess.run([python(), "-c", code], capture_output=True, text=True, env=worker_env())
     raw = json.loads(p.stdout.strip().splitlines()[-1])
     return {tuple(k.split("|")): v for k, v in raw.items()}
@@ -362,7 +362,7 @@ def machine() -> dict:
                           capture_output=True, text=True).stdout.split()  # fmt: skip
     keys = ("python", "openai", "anthropic", "httpx2", "opentelemetry_sdk", "pydantic")
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
-            "versions": dict(zip(keys, vers)), "peers": peer_versions()}  # fmt: skip
+            "versions": dict(zip(keys, vers, strict=False)), "peers": peer_versions()}  # fmt: skip
 
 
 def peer_versions() -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -51,10 +52,8 @@ def thread_cpu(names: tuple[str, ...]) -> dict[str, float]:
     out = {}
     for t in threading.enumerate():
         if t.name.startswith(names) and t.ident is not None:
-            try:
+            with contextlib.suppress(OSError):
                 out[t.name] = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
-            except OSError:
-                pass
     return out
 
 
