@@ -119,8 +119,11 @@ class Pipeline:
         if not isinstance(handle, StreamHandle) or handle.finished:
             return  # exactly one report per stream: a second call (or a foreign handle) is ignored
         handle.finished = True
+        # queue first, then leave the live set: a retired pipeline shuts down once the live set is empty, and its
+        # shutdown drains the queue, so the report must already be in it
+        queued = self.dispatcher.submit((_REPORT, report, handle))
         self.live.discard(handle)
-        if not self.dispatcher.submit((_REPORT, report, handle)):
+        if not queued:
             self._count_drop(handle)
 
     @_guard.guarded("export.connection_opened", _NO_HANDLE)
