@@ -3,6 +3,7 @@ generator layer (the two other per-event costs of an adapter).
 
     python bench/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
     python bench/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
+    python bench/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
 
 Events are real SDK model objects (built through the SDKs' ``construct_type``), one delta event per surface, fed to
 one tracker in a loop (Responses with increasing ``sequence_number``).
@@ -144,12 +145,44 @@ def opcodes() -> None:
         print(f"{what}: {sum(per.values()):.0f} bytecodes per event: {per}")
 
 
+def nanos() -> None:
+    """Median wall ns per ``tracker.event`` call, with the machine's cost of an empty method call beside it (timing
+    depends on the machine; the instruction counts above do not)."""
+
+    class _Empty:
+        def event(self, ev: object, name: object = None) -> None:
+            pass
+
+    def empty_loop():
+        e, x = _Empty().event, object()
+        for _ in range(N):
+            e(x, None)
+
+    rows = {"empty method call": (empty_loop, loops("clock")[1])}
+    for what in ("chat_completions", "responses", "messages"):
+        rows[what] = loops(what)
+    for what, (body, ref) in rows.items():
+        samples = []
+        for _ in range(15):
+            t0 = time.perf_counter_ns()
+            body()
+            t1 = time.perf_counter_ns()
+            ref()
+            t2 = time.perf_counter_ns()
+            samples.append(((t1 - t0) - (t2 - t1)) / N)
+        samples.sort()
+        print(f"{what}: {samples[len(samples) // 2]:,.0f} ns per event (median of 15 x {N:,})")
+
+
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(sys.argv[2])
         return
     if "--opcodes" in sys.argv:
         opcodes()
+        return
+    if "--ns" in sys.argv:
+        nanos()
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not installed")
