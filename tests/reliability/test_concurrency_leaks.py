@@ -151,7 +151,9 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
     assert not errors, errors[:3]
     assert items_seen == [len(BODY)] * total  # the caller always got every chunk
     assert server.sent == total
-    assert toggles[0] > 3 and 0 < started.n <= total, (toggles, started.n)
+    # the race really happened: instrumentation went off at least once and some streams ran with it, some without
+    # (on a loaded machine the racer thread gets the GIL rarely, so only a few toggles are guaranteed)
+    assert toggles[0] >= 1 and 0 < started.n < total, (toggles, started.n)
     counted = _sample(registry, "otelstream_streams_total")
     dropped = _sample(registry, "otelstream_reports_dropped_total")
     FIGURES["concurrency: streams started while instrumented"] = started.n
