@@ -381,7 +381,7 @@ def main() -> None:
     p.add_argument("--only", default="overhead,cg,memory,scale,ttfd")
     p.add_argument("--surfaces", default=",".join(canned.SURFACES))
     p.add_argument("--configs", default=",".join(configs.ALL))
-    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of timing processes")
+    p.add_argument("--rounds", type=int, default=2, help="interleaved rounds of timing processes (2 keeps the suite under 15 min on 2 cores)")
     p.add_argument("--streams", type=int, default=30, help="timed streams per timing process")
     p.add_argument("--deltas", type=int, default=200, help="deltas per canned stream")
     p.add_argument("--cg-deltas", type=int, default=100, help="callgrind: deltas of the long streams")
