@@ -1,8 +1,9 @@
 """The per-stream tracker: the hot path. One instance per streamed response.
 
 Invariants (every method keeps them; property tests in tests/core check them):
-- ``event()`` is O(1) in time and memory whatever the stream length: a clock read, a dict lookup, a few integer
-  updates. Memory per stream is bounded (anomaly list capped, sequence window a 64-bit mask, choice set capped).
+- ``event()`` is O(1) in time and memory whatever the stream length: a clock read, a few dict lookups, a few
+  integer updates (a plain in-order delta takes a flat path of its own). Memory per stream is bounded (anomaly list
+  capped, sequence window a 64-bit mask, choice set capped).
 - No input makes the tracker raise: wrong types, missing fields, NaN usage become anomalies.
 - ``end()`` produces exactly one ``StreamReport``; later calls and later events are ignored.
 - ``events == deltas + other events``; keepalives and ``[DONE]`` are not events.
