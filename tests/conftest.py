@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 # Set before any otelstream hook runs: guarded code re-raises internal errors under tests (otelstream/_guard.py).
 os.environ["OTELSTREAM_RAISE_INTERNAL_ERRORS"] = "1"
 
-from otelstream import _guard
+from otelstream import _guard, config
+from otelstream.export import Pipeline, build_pipeline
 
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures"
 
@@ -36,3 +42,41 @@ def captures_dir() -> Path:
     if not CAPTURES.is_dir():
         pytest.skip(f"real captures not available at {CAPTURES} (they live beside the repo in ../shared/captures)")
     return CAPTURES
+
+
+@pytest.fixture
+def span_exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def tracer_provider(span_exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(span_exporter))
+    yield tp
+    tp.shutdown()
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def make_pipeline(tracer_provider: TracerProvider, registry: CollectorRegistry) -> Iterator[Callable[..., Pipeline]]:
+    """Real pipelines (dispatcher thread, sinks, watchdog) on private providers, shut down after the test.
+    The watchdog ticks hourly unless a test asks otherwise: tests drive ``watchdog.tick()`` themselves."""
+    made: list[Pipeline] = []
+
+    def make(**kw: Any) -> Pipeline:
+        providers = {k: kw.pop(k) for k in ("tracer_provider", "meter_provider", "registry") if k in kw}
+        providers.setdefault("tracer_provider", tracer_provider)
+        providers.setdefault("registry", registry)
+        kw.setdefault("watchdog_interval_s", 3600.0)
+        p = build_pipeline(config.load(kw, environ={}), **providers)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.shutdown(timeout=5.0)
