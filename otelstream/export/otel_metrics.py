@@ -21,6 +21,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from otelstream import __version__, names
 from otelstream.core.report import StreamReport
 from otelstream.export.handle import StreamHandle
+from otelstream.export.otel_bulk import BulkAdd, bulk_adder
 from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
 from otelstream.export.watchdog import Counts, LiveStreams
 
@@ -92,6 +93,8 @@ class OtelMetricsSink:
         self._i = instruments.instruments
         instruments.sources.add(live)
         self._live = live
+        self._adder: BulkAdd | None = None
+        self._adder_final = False
 
     def close(self) -> None:
         self.instruments.sources.discard(self._live)
@@ -110,13 +113,23 @@ class OtelMetricsSink:
         if merge:
             hist = i[names.PROM_TIME_PER_OUTPUT_CHUNK]
             attrs = attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
-            # The OTel API has no bulk record: the bucket mean, count times (exact placement, count and sum).
-            # The exemplar context goes with the first point of a bucket only: offering it again per chunk costs the
-            # SDK an exemplar-reservoir pass each time and can only replace one exemplar with an identical one.
+            add = self._chunk_adder()
+            # Each bucket's mean, count times (exact placement, count and sum): one real record (it carries the
+            # exemplar context), then the rest weighted when the SDK allows it (otel_bulk), else one record each.
             for _, count, _, mean in merge:
                 hist.record(mean, attrs, context=ctx)
-                for _ in range(count - 1):
-                    hist.record(mean, attrs)
+                if count > 1 and (add is None or not add(mean, count - 1, attrs)):
+                    for _ in range(count - 1):
+                        hist.record(mean, attrs)
+
+    def _chunk_adder(self) -> BulkAdd | None:
+        add = self._adder
+        if add is None and not self._adder_final:
+            hist = self._i[names.PROM_TIME_PER_OUTPUT_CHUNK]
+            add = self._adder = bulk_adder(hist)
+            # the API's proxy instrument gets its SDK instrument only once a global provider is set: ask again later
+            self._adder_final = add is not None or getattr(hist, "_real_instrument", 0) is not None
+        return add
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
         self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, labels[:3]))
