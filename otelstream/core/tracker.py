@@ -79,6 +79,8 @@ def spread_sums(counts: list[int], total: int) -> tuple[int, ...]:
             sums[i] += add
             residual -= add
     return tuple(sums)
+
+
 _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 _MAX_CHOICES = 128
@@ -110,7 +112,6 @@ class StreamTracker:
         "client_filter_after",
         "clock",
         "consumer_ns",
-        "deltas",
         "done_observable",
         "done_seen",
         "ended",
@@ -201,7 +202,6 @@ class StreamTracker:
         self.stall_count = 0
         self._stalls: list[Stall] | None = None
         self.others = 0  # events that are not deltas (events = deltas + others)
-        self.deltas = 0
         self.keepalives = 0
         self.done_seen = False
         self.done_observable = done_observable
@@ -258,35 +258,32 @@ class StreamTracker:
         now = self.clock()
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
         if fast:
+            # Attribute reads, not ``__dict__.get``: two bytecodes instead of five. A model without the field (or a
+            # dict, offline) raises AttributeError and the general path decides.
             hit = False
             try:
-                d = ev.__dict__
-                if fast == _FAST_RESPONSES:
-                    seq = d.get("sequence_number")
-                    delta = d.get("delta")
-                    hit = (
-                        seq == self.seq_next
-                        and type(delta) is str
-                        and delta != ""
-                        and type(seq) is int
-                        and d.get("type") in _RESPONSES_DELTA_TYPES
-                    )
-                    if hit:
-                        self.seq_next = seq + 1
-                elif fast == _FAST_MESSAGES:
-                    if d.get("type") == "content_block_delta":
-                        dd = d.get("delta").__dict__
-                        if dd.get("type") == "text_delta":
-                            text = dd.get("text")
+                if fast == _FAST_MESSAGES:
+                    if ev.type == "content_block_delta":
+                        dd = ev.delta
+                        if dd.type == "text_delta":
+                            text = dd.text
                             hit = type(text) is str and text != ""
+                elif fast == _FAST_RESPONSES:
+                    seq = ev.sequence_number
+                    if seq == self.seq_next and ev.type in _RESPONSES_DELTA_TYPES:
+                        delta = ev.delta
+                        if type(delta) is str and delta != "" and type(seq) is int:
+                            hit = True
+                            self.seq_next = seq + 1
                 else:  # chat: one choice, content only, no finish, no usage, no error
-                    choices = d.get("choices")
-                    if type(choices) is list and len(choices) == 1 and d.get("usage") is None:
-                        c = choices[0].__dict__
-                        if c.get("finish_reason") is None and c.get("index") == self.last_choice:
-                            content = c.get("delta").__dict__.get("content")
-                            hit = type(content) is str and content != "" and d.get("error") is None
-            except AttributeError:  # a dict (offline) or an odd object: the general path decides
+                    choices = ev.choices
+                    if type(choices) is list and len(choices) == 1 and ev.usage is None:
+                        c = choices[0]
+                        if c.finish_reason is None and c.index == self.last_choice:
+                            content = c.delta.content
+                            # an in-band error key is an extra field: in __dict__, not an attribute
+                            hit = type(content) is str and content != "" and ev.__dict__.get("error") is None
+            except AttributeError:
                 hit = False
             if hit:
                 tp = self.t_pull
@@ -296,8 +293,8 @@ class StreamTracker:
                     self.wait_ns += wait
                     if wait > self._wait_alarm:
                         self._long_wait(tp, wait)
-                # (events = deltas + others, and the last event time is t_prev_delta: both derived at the end)
-                self.deltas += 1
+                # Only what cannot be derived later: deltas = 1 + the chunk counts, the last event time is
+                # t_prev_delta, consumer time and the chunk-time sums come from totals at the end.
                 gap = now - self.t_prev_delta
                 self.t_prev_delta = now
                 self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, gap)] += 1  # type: ignore[index]
@@ -329,7 +326,6 @@ class StreamTracker:
             kind = self._observe(self, d, name, ev)
         self.t_last_event = now
         if kind == protocols.DELTA:
-            self.deltas += 1
             prev = self.t_prev_delta
             self.t_prev_delta = now
             if not prev:
@@ -348,6 +344,12 @@ class StreamTracker:
     def last_activity_ns(self) -> int:
         """When the stream last did something: its send, an event, ``[DONE]`` (the idle fallback counts from it)."""
         return max(self.t_last_ns, self.t_last_event, self.t_prev_delta)
+
+    @property
+    def deltas(self) -> int:
+        """Deltas so far: the first, plus one per gap counted in the time-per-chunk buckets."""
+        counts = self._chunk_counts
+        return 0 if counts is None else 1 + sum(counts)
 
     @property
     def events(self) -> int:
