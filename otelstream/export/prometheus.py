@@ -150,6 +150,9 @@ class PrometheusSink:
         self.families = families
         self._m = families.metrics
         self._exemplars = not families.multiprocess
+        # labels() validates and hashes its arguments on every call; the label sets are bounded (capped models,
+        # closed enums), so the children are kept here, looked up by one tuple. Only the export thread uses this.
+        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
         if families.live is not None:
             families.live.sources.add(live)
         self._live = live
@@ -159,10 +162,13 @@ class PrometheusSink:
             self.families.live.sources.discard(self._live)
 
     def record(self, report: StreamReport, handle: StreamHandle) -> None:
-        m = self._m
+        children = self._children
         exemplar = exemplar_for(handle) if self._exemplars else None
         for family, label_values, value in points(report, handle.labels):
-            child = m[family].labels(*label_values)
+            key = (family, label_values)
+            child = children.get(key)
+            if child is None:
+                child = children[key] = self._m[family].labels(*label_values)
             if family in _COUNTERS:
                 child.inc(value)
             else:
