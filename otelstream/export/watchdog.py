@@ -7,7 +7,12 @@ application dropped is never kept alive by us.
 
 Gauges are computed from the live set when they are read (``counts()``), so ``otelstream_streams_active`` and
 ``otelstream_streams_stalled`` are right at any moment. In prometheus_client multiprocess mode a custom collector
-cannot see other processes, so the watchdog writes the counts into ``livesum`` gauges each tick instead.
+cannot see other processes, so the watchdog writes the counts into ``livesum`` gauges each tick instead, counted in
+the same pass as its stall and idle checks.
+
+Cost (DESIGN §7: ≤ 1 % of a core with 10 000 open streams): every walk is one pass over a copy of the dict with
+one clock read per walk, not one per stream (all trackers share the runtime's clock; a tracker with another clock
+gets a read of its own), and the per-stream checks compare against deadlines computed once per walk.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 import os
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -55,22 +61,34 @@ class LiveStreams:
 
     def counts(self) -> tuple[Counts, Counts]:
         """(active, stalled) per label key, right now; every seen key is present (possibly 0)."""
-        active: Counts = dict.fromkeys(self.seen, 0)
-        stalled: Counts = dict.fromkeys(self.seen, 0)
-        for handle in self.snapshot():
-            tracker = handle.tracker_ref() if handle.tracker_ref is not None else None
+        active_keys: list[LabelKey] = []
+        stalled_keys: list[LabelKey] = []
+        stall_ns = self.stall_threshold_ns
+        clock: Any = None
+        stall_before = 0
+        for handle in self._streams.copy().values():
+            ref = handle.tracker_ref
+            tracker = ref() if ref is not None else None
             if tracker is None or tracker.ended:
                 continue
             key = handle.labels
-            active[key] = active.get(key, 0) + 1
-            if self.is_stalled(tracker):
-                stalled[key] = stalled.get(key, 0) + 1
-        return active, stalled
+            active_keys.append(key)
+            # Only a wait inside the SDK is a stall; a caller that is not pulling (t_pull == 0) is backpressure.
+            t_pull: int = tracker.t_pull
+            if t_pull:
+                if tracker.clock is not clock:
+                    clock = tracker.clock
+                    stall_before = clock() - stall_ns
+                if t_pull < stall_before:
+                    stalled_keys.append(key)
+        return self._tally(active_keys), self._tally(stalled_keys)
 
-    def is_stalled(self, tracker: Any) -> bool:
-        # Only a wait inside the SDK is a stall; a caller that is not pulling (t_pull == 0) is backpressure.
-        t_pull: int = tracker.t_pull
-        return bool(t_pull) and tracker.clock() - t_pull > self.stall_threshold_ns
+    def _tally(self, keys: list[LabelKey]) -> Counts:
+        # Keys are gathered during the walk and counted here in C: cheaper than a Python-level dict update per
+        # stream (labels are a fresh tuple per stream, hashed and compared on every lookup).
+        counts: Counts = dict.fromkeys(self.seen, 0)
+        counts.update(Counter(keys))
+        return counts
 
 
 class Watchdog:
@@ -131,8 +149,18 @@ class Watchdog:
     def tick(self) -> None:
         """One pass over the open streams (also called directly by tests, with a driven clock)."""
         live = self.live
-        for handle in live.snapshot():
-            tracker = handle.tracker_ref() if handle.tracker_ref is not None else None
+        on_stall = self._on_stall
+        on_tick = self._on_tick
+        counting = on_tick is not None
+        active_keys: list[LabelKey] = []
+        stalled_keys: list[LabelKey] = []
+        stall_ns = live.stall_threshold_ns
+        abandon_ns = self.abandon_after_ns
+        clock: Any = None
+        now = stall_before = idle_before = 0
+        for handle in live._streams.copy().values():
+            ref = handle.tracker_ref  # a slot read into a local: 3.11 specializes it, not a slot method call
+            tracker = ref() if ref is not None else None
             if tracker is None:
                 # The tracker is gone and no report came (its finalizer did not run): close the span anyway.
                 live.discard(handle)
@@ -140,17 +168,27 @@ class Watchdog:
                 continue
             if tracker.ended:
                 continue
-            now: int = tracker.clock()
+            if tracker.clock is not clock:
+                clock = tracker.clock
+                now = clock()
+                stall_before = now - stall_ns
+                idle_before = now - abandon_ns
             t_pull: int = tracker.t_pull
             if t_pull:
-                if now - t_pull > live.stall_threshold_ns and handle.stall_mark != t_pull:
-                    handle.stall_mark = t_pull  # once per stall: the next wait has a different t_pull
-                    self._on_stall(handle, t_pull, now)
-            elif self.abandon_after_ns and now - tracker.last_activity_ns() > self.abandon_after_ns:
+                if t_pull < stall_before:
+                    if handle.stall_mark != t_pull:
+                        handle.stall_mark = t_pull  # once per stall: the next wait has a different t_pull
+                        on_stall(handle, t_pull, now)
+                    if counting:
+                        stalled_keys.append(handle.labels)
+            elif abandon_ns and tracker.last_activity_ns() < idle_before:
                 self._on_idle(tracker, handle)
-        if self._on_tick is not None:
-            active, stalled = live.counts()
-            self._on_tick(active, stalled)
+                if tracker.ended:  # normally: its report is queued, so it is no longer active
+                    continue
+            if counting:
+                active_keys.append(handle.labels)
+        if on_tick is not None:
+            on_tick(live._tally(active_keys), live._tally(stalled_keys))
 
 
 def _after_fork(ref: weakref.ref[Watchdog]) -> None:

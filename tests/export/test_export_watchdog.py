@@ -1,4 +1,5 @@
-"""Watchdog: a stall adds one span event when it begins; idle streams are abandoned once; orphans end."""
+"""Watchdog: a stall adds one span event when it begins; idle streams are abandoned once; orphans end; one pass
+per tick (stall and idle checks, the live counts) with one clock read."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import gc
 import time
 from typing import Any
 
+import pytest
 from exporthelpers import Clock, FakeTracker, make_report, make_start
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from otelstream import names
+from otelstream import _guard, names
 from otelstream.core.report import Stall
+from otelstream.export.watchdog import LiveStreams, Watchdog
 
 
 def test_stall_event_once_per_stall(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
@@ -119,3 +122,157 @@ def test_real_tracker(make_pipeline: Any, clock: Clock, span_exporter: InMemoryS
     assert (a[names.ATTR_OUTCOME], a[names.ATTR_ABANDONED_REASON]) == ("abandoned", "idle")
     assert span.end_time is not None and span.start_time is not None
     assert span.end_time - span.start_time == 11_000_000_000
+
+
+# --- one pass per tick: stall/idle checks and the live counts together, one clock read ----------------------------
+class CountingClock(Clock):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        return self.now
+
+
+class Recorder:
+    """A watchdog's callbacks; the idle fallback ends the stream the way the pipeline does."""
+
+    def __init__(self, p: Any) -> None:
+        self.p = p
+        self.stalls: list[tuple[Any, int, int]] = []
+        self.idled: list[Any] = []
+        self.orphans: list[Any] = []
+        self.ticks: list[tuple[dict[Any, int], dict[Any, int]]] = []
+
+    def watchdog(self, live: LiveStreams, abandon_after_s: float = 600.0) -> Watchdog:
+        return Watchdog(
+            live, interval_s=3600.0, abandon_after_s=abandon_after_s, on_stall=self.on_stall,
+            on_idle=self.on_idle, on_orphan=self.orphans.append, on_tick=self.on_tick,
+        )  # fmt: skip
+
+    def on_stall(self, handle: Any, t_pull: int, now: int) -> None:
+        self.stalls.append((handle, t_pull, now))
+
+    def on_idle(self, tracker: Any, handle: Any) -> None:
+        self.idled.append(handle)
+        self.p.stream_finished(tracker.end("idle"), handle)
+
+    def on_tick(self, active: dict[Any, int], stalled: dict[Any, int]) -> None:
+        self.ticks.append((active, stalled))
+
+
+def open_streams(p: Any, clock: Clock, n: int, **start_kw: Any) -> tuple[list[FakeTracker], list[Any]]:
+    trackers, handles = [], []
+    for _ in range(n):
+        start = make_start(t_request_ns=clock(), **start_kw)
+        tracker = FakeTracker(start, clock)
+        trackers.append(tracker)
+        handles.append(p.stream_started(start, tracker))
+    return trackers, handles
+
+
+def test_tick_counts_in_the_same_pass(make_pipeline: Any, clock: Clock) -> None:
+    """The counts a tick hands to on_tick are the ones counts() gives at that moment: after a stall begins, while
+    it lasts, after it ends; an idle stream ended by the tick and an orphan are not active in that tick's counts."""
+    p = make_pipeline(stall_threshold_s=30, abandon_after_s=600)
+    rec = Recorder(p)
+    wd = rec.watchdog(p.live)
+    (waiting, busy, idle), (h, _, _) = open_streams(p, clock, 3)
+    (other,), (other_h,) = open_streams(p, clock, 1, request_model="gpt-other")
+    key, other_key = h.labels, other_h.labels
+    assert key != other_key
+
+    def tick() -> tuple[dict[Any, int], dict[Any, int]]:
+        wd.tick()
+        assert rec.ticks[-1] == p.live.counts()
+        return rec.ticks[-1]
+
+    assert tick() == ({key: 3, other_key: 1}, {key: 0, other_key: 0})
+    waiting.t_pull = clock()
+    other.t_pull = clock()
+    clock.advance(31)
+    busy.t_last_event = clock()  # busy: activity within abandon_after, no pull pending
+    assert tick() == ({key: 3, other_key: 1}, {key: 1, other_key: 1})
+    assert [s[0] for s in rec.stalls] == [h, other_h]
+    clock.advance(5)
+    assert tick() == ({key: 3, other_key: 1}, {key: 1, other_key: 1})  # still stalled: no second stall event
+    assert len(rec.stalls) == 2
+    waiting.t_pull = 0  # the event arrived
+    waiting.t_last_event = clock()
+    assert tick() == ({key: 3, other_key: 1}, {key: 0, other_key: 1})
+
+    clock.advance(570)  # idle's last activity (its send) is now 606 s ago, busy's 575 s, waiting's 570 s
+    assert tick() == ({key: 2, other_key: 1}, {key: 0, other_key: 1})
+    assert len(rec.idled) == 1
+    assert idle.ended and not busy.ended and not waiting.ended
+    del idle, waiting
+    gc.collect()
+    assert tick() == ({key: 1, other_key: 1}, {key: 0, other_key: 1})  # the orphan is retired, not counted
+    assert rec.orphans == [h]
+
+
+def test_one_clock_read_per_tick(make_pipeline: Any) -> None:
+    clock = CountingClock()
+    p = make_pipeline(stall_threshold_s=30, abandon_after_s=600)
+    rec = Recorder(p)
+    wd = rec.watchdog(p.live)
+    trackers, handles = open_streams(p, clock, 50)
+    for t in trackers[::2]:
+        t.t_pull = clock()  # half wait inside the SDK (stall check), half do not (idle check)
+    clock.advance(31)
+    wd.tick()  # reports the 25 stalls (these callbacks read no clock)
+    clock.reads = 0
+    wd.tick()
+    assert clock.reads == 1
+    assert rec.ticks[-1] == ({handles[0].labels: 50}, {handles[0].labels: 25})
+    clock.reads = 0
+    assert p.live.counts() == rec.ticks[-1]
+    assert clock.reads == 1
+
+
+def test_trackers_on_different_clocks(make_pipeline: Any) -> None:
+    """A tracker's waits are measured on its own clock, even when another clock was read first in the tick."""
+    early, late = Clock(), Clock()
+    p = make_pipeline(stall_threshold_s=30)
+    rec = Recorder(p)
+    wd = rec.watchdog(p.live)
+    (a,), _ = open_streams(p, early, 1)
+    (b,), (bh,) = open_streams(p, late, 1)
+    (c,), _ = open_streams(p, early, 1)
+    for t in (a, b, c):
+        t.t_pull = t.clock()
+    late.advance(31)
+    wd.tick()
+    assert [s[0] for s in rec.stalls] == [bh]
+    assert rec.ticks[-1] == p.live.counts() == ({bh.labels: 3}, {bh.labels: 1})
+
+
+@pytest.mark.allow_internal_errors
+def test_watchdog_thread_outlives_a_failing_tick(make_pipeline: Any, clock: Clock) -> None:
+    p = make_pipeline(stall_threshold_s=1)
+    calls: list[int] = []
+
+    def on_stall(handle: Any, t_pull: int, now: int) -> None:
+        calls.append(t_pull)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+
+    wd = Watchdog(p.live, interval_s=0.01, abandon_after_s=0, on_stall=on_stall, on_idle=lambda t, h: None,
+                  on_orphan=lambda h: None)  # fmt: skip
+    (tracker,), _ = open_streams(p, clock, 1)
+    tracker.t_pull = clock()
+    clock.advance(2)
+    wd.ensure_started()
+    try:
+        deadline = time.monotonic() + 5
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        tracker.t_pull = clock()  # a second wait, a second stall: reported by a later tick of the same thread
+        clock.advance(2)
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        wd.stop()
+    assert calls == [tracker.t_pull - 2_000_000_000, tracker.t_pull]
+    assert [where for where, _ in _guard.errors] == ["export.watchdog"]
