@@ -1,4 +1,5 @@
-"""What every SSE adapter shares: the per-call state, the observing generators, the body-close hook, the finalizer.
+"""What every SSE adapter shares: the per-call state, the observing generators, the body-close hook, the watch on the
+caller's object, the guard that lets a copy of an SDK generator run in its place.
 
 Lifecycle of one streamed call (both SDKs):
 
@@ -9,22 +10,31 @@ Lifecycle of one streamed call (both SDKs):
    counts attempts, makes our span current around the send, and puts the ``Call`` into
    ``request.extensions[KEY]`` so that a ``Stream`` built later from that response (``with_raw_response…parse()``)
    still finds it.
-3. When the SDK builds its ``Stream`` the call is *bound*: the response body is wrapped to see every close, a
-   ``weakref.finalize`` watches the caller's object, and the SDK's ``__stream__`` generator is wrapped by
-   ``observe_sync`` / ``observe_async`` (the only per-event code: a clock read, a ``t_pull`` store, one
-   ``tracker.event``).
+3. When the SDK builds its ``Stream`` the call is *bound*: the response body is wrapped to see every close, a weak
+   reference watches the caller's object (``watch``), and the SDK's ``__stream__`` is observed (the only per-event
+   code: a clock read, a ``t_pull`` store, one ``tracker.event``). When the SDK's ``__stream__`` is, to the
+   character, a version we mirror, the adapter's copy of it with the observation written in runs *instead* of it
+   (``sdk_replica``): one generator per stream rather than the SDK's plus one or two of ours. Any other version is
+   wrapped by ``observe_sync`` / ``observe_async`` (and its raw SSE by the adapter's ``_iter_events`` tap).
 4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per DESIGN §2), the
    caller's close (seen at the body, when the caller is *not* inside a pull — a close during a pull is the SDK's own
-   ``finally: response.close()``), the finalizer, or ``http_error`` when the request raised before a stream existed.
+   ``finally: response.close()``), the collection of the caller's object (``gc``), or ``http_error`` when the request
+   raised before a stream existed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
+import functools
+import hashlib
+import inspect
 import logging
+import textwrap
 import threading
 import time
+import types
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -39,7 +49,7 @@ from otelstream.core.tracker import StreamTracker
 
 logger = logging.getLogger("otelstream")
 
-KEY = "_otelstream_call"  # request.extensions key, and the Stream.__dict__ key
+KEY = "_otelstream_call"  # request.extensions key, and the attribute of the SDK's Stream that names its call
 
 Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 
@@ -91,10 +101,14 @@ def current_unbound() -> Call | None:
     return call if call is not None and not call.bound else None
 
 
+# Call.observed: how the call's events are being observed
+UNOBSERVED, OBSERVED_WRAPPED, OBSERVED_INLINE = 0, 1, 2
+
+
 class Call:
     """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
 
-    __slots__ = ("attempts", "bound", "finalizer", "listener", "observed", "sending", "sse_name", "tracker")
+    __slots__ = ("attempts", "bound", "listener", "observed", "sending", "sse_name", "tracker", "watcher")
 
     def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
         self.tracker = tracker
@@ -102,9 +116,26 @@ class Call:
         self.attempts = 0
         self.sending = 0  # nesting depth of send wrappers (openai's auth retry re-enters _send_request)
         self.bound = False  # a Stream was built for it
-        self.observed = False  # its events are being observed (anthropic: on the copy)
-        self.finalizer: weakref.finalize[Any, Any] | None = None
-        self.sse_name: str | None = None  # openai: the SSE `event:` of the item being parsed
+        # OBSERVED_INLINE: the adapter's copy of the SDK's __stream__ runs (it sees the raw SSE itself);
+        # OBSERVED_WRAPPED: the SDK's generator is wrapped, and its raw SSE tapped at _iter_events
+        self.observed = UNOBSERVED
+        self.watcher: _Watch | None = None
+        self.sse_name: str | None = None  # wrapped openai streams: the SSE `event:` of the item being parsed
+
+
+def bind_to(obj: Any, call: Call) -> None:
+    """Name the call on an SDK object. An attribute rather than ``obj.__dict__[KEY]``: in CPython 3.11+ merely reading
+    an instance's ``__dict__`` turns its inline attribute values into a dict object (64 B per stream)."""
+    setattr(obj, KEY, call)
+
+
+def call_on(obj: Any) -> Call | None:
+    """The call named on an SDK object by ``bind_to`` (carried into anthropic's ``copy(self)``), if any."""
+    try:
+        call = getattr(obj, KEY, None)
+    except Exception:  # a stand-in whose __getattr__ raises something else
+        return None
+    return call if isinstance(call, Call) else None
 
 
 def begin_call(
@@ -135,27 +166,59 @@ def finish(call: Call, how: str, error_type: str | None = None) -> None:
         report = call.tracker.end(how, error_type)
         if report is None:
             return
-        fin = call.finalizer
-        if fin is not None:
-            call.finalizer = None
-            fin.detach()
+        watcher = call.watcher
+        if watcher is not None:
+            call.watcher = None
+            _WATCHED.discard(watcher)
         call.listener.stream_finished(report, call.tracker.handle)
 
 
-def _finalized(call: Call) -> None:
+class _Watch(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to the object the caller holds, carrying its call.
+
+    A weakref callback fires only while the weakref itself is alive, and a cyclic collection runs the callbacks of
+    the references that are *not* garbage before any finalizer: before the SDK's generators are closed and their
+    ``finally`` closes the body (which would read as the caller's close). So the references live in ``_WATCHED``,
+    outside any stream. Identity hash and equality: the watched object's own ``__hash__`` may be anything."""
+
+    __slots__ = ("call",)
+    call: Call
+    __hash__ = object.__hash__
+    __eq__ = object.__eq__
+
+    def __new__(cls, owner: object, call: Call) -> _Watch:
+        self = super().__new__(cls, owner, _collected)
+        self.call = call
+        return self
+
+
+_WATCHED: set[_Watch] = set()
+_exiting = False
+
+
+def _collected(watcher: _Watch) -> None:
     # the caller's stream object was collected without a close and before its end: abandoned (gc)
-    finish(call, "gc")
+    _WATCHED.discard(watcher)
+    if not _exiting:
+        finish(watcher.call, "gc")
+
+
+@atexit.register
+def _at_exit() -> None:
+    # at interpreter exit the export pipeline is gone: do not report every open stream as gc
+    global _exiting
+    _exiting = True
 
 
 def watch(call: Call, owner: object) -> None:
-    """Finalizer on the object the caller holds. openai's Stream sits in a Stream<->generator cycle, so this runs
-    only at a cyclic collection (research §1.4 #4); the export watchdog's idle fallback covers the rest."""
-    old = call.finalizer
+    """Watch the object the caller holds: its collection ends the stream as abandoned (gc). openai's Stream sits in a
+    Stream<->generator cycle, so that happens only at a cyclic collection (research §1.4 #4); the export watchdog's
+    idle fallback covers the rest."""
+    old = call.watcher
     if old is not None:  # moves from a raw response wrapper to the Stream that .parse() built from it
-        old.detach()
-    fin = weakref.finalize(owner, _finalized, call)
-    fin.atexit = False  # at interpreter exit the export pipeline is gone: do not report every open stream as gc
-    call.finalizer = fin
+        _WATCHED.discard(old)
+    watcher = call.watcher = _Watch(owner, call)
+    _WATCHED.add(watcher)
 
 
 def body_closed(call: Call) -> None:
@@ -186,25 +249,30 @@ def bind_response(call: Call, response: Any) -> None:
             response.stream = _BodySync(body, call)
         elif is_async:
             response.stream = _BodyAsync(body, call)
-        # a legacy `httpx` response (openai still accepts httpx clients): no close hook; finalizer and idle cover it
+        # a legacy `httpx` response (openai still accepts httpx clients): no close hook; the watch and idle cover it
 
 
 class _BodyBase:
     """Forwards everything else to the wrapped body (``elapsed``, anthropic's ``stream_observer``)."""
+
+    # class defaults: __getattr__ reads them without materializing the instance __dict__ (64 B per stream)
+    _otelstream_body: Any = None
+    _otelstream_call: Any = None
+    stream_observer: Any  # set on the instance by the first lookup (no class default: that must reach __getattr__)
 
     def __init__(self, body: Any, call: Call) -> None:
         self._otelstream_body = body
         self._otelstream_call = call
 
     def __getattr__(self, name: str) -> Any:
-        body = self.__dict__.get("_otelstream_body")
+        body = self._otelstream_body
         if body is None:
             raise AttributeError(name)
         if name == "stream_observer":
-            # anthropic reads it on every item (_streaming.py:53-56): answer from our __dict__ after the first
+            # anthropic reads it on every item (_streaming.py:53-56): answer from the instance after the first
             # time, a miss included (anthropic's getattr default is None), instead of raising on every event
             value = getattr(body, name, None)
-            self.__dict__[name] = value
+            self.stream_observer = value
             return value
         return getattr(body, name)
 
@@ -270,7 +338,7 @@ def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterat
         finish(call, "gc")
         raise
     except BaseException as exc:
-        _end_with(call, exc, classify)
+        end_with(call, exc, classify)
         raise
     else:
         finish(call, "eof")
@@ -292,13 +360,13 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
         finish(call, "gc")
         raise
     except BaseException as exc:
-        _end_with(call, exc, classify)
+        end_with(call, exc, classify)
         raise
     else:
         finish(call, "eof")
 
 
-def _end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
+def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
     how: str = "transport_error"
     error_type: str | None = None
     with _guard.guard("adapters.classify"):
@@ -363,17 +431,79 @@ def request_wrappers(begin: Begin, after: After, where: str) -> tuple[Wrapper, W
     return sync, async_
 
 
-def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, where: str) -> Wrapper:
+# --- a copy of the SDK's generator in its place ----------------------------------------------------------------
+Replica = Callable[..., Any]  # (stream, call, sdk=<the SDK module's globals>) -> the observed generator
+_replicas: dict[types.FunctionType, Replica | None] = {}
+
+
+def sdk_replica(wrapped: Any, known: dict[str, Replica]) -> Replica | None:
+    """The adapter's copy of the SDK method ``wrapped`` (one generator where the SDK's and our wrapping ones would
+    be two or three: half the memory per open stream, a generator resume less per event), or None to wrap it.
+
+    ``known`` maps the sha256 of the source of each SDK version we copied to its copy. The copy runs only when the
+    installed method's source is, to the character, one of those and the code running has that source's names,
+    constants and locals (not a file changed on disk since the import); anything else, someone else's wrapper
+    included, is run and wrapped as it is."""
+    func = getattr(wrapped, "__func__", None)
+    if type(wrapped) is not types.MethodType or type(func) is not types.FunctionType:
+        return None
+    try:
+        return _replicas[func]
+    except KeyError:
+        return replica_of(func, known)
+
+
+def replica_of(func: Any, known: dict[str, Replica]) -> Replica | None:
+    """``sdk_replica`` for the SDK's function itself; decided once per function (the patch's ``prepare`` decides it
+    at the SDK's import, so that no stream pays for reading the source)."""
+    if type(func) is not types.FunctionType:
+        return None
+    replica: Replica | None = None
+    try:
+        src = inspect.getsource(func)
+        found = known.get(hashlib.sha256(src.encode()).hexdigest())
+        if found is not None and _compiles_to(src, func.__code__):
+            replica = functools.partial(found, sdk=func.__globals__)
+    except Exception:  # no source (a zipped or .pyc-only install), an unreadable file: wrap
+        replica = None
+    _replicas[func] = replica
+    return replica
+
+
+def _compiles_to(src: str, code: types.CodeType) -> bool:
+    # Names, constants and locals, not the bytecode: the bytecode of a lone function differs from the same function
+    # compiled in its module (CPython 3.11 loads a method of an imported module with LOAD_ATTR, not LOAD_METHOD).
+    module = compile(textwrap.dedent(src), code.co_filename, "exec", dont_inherit=True)
+    for const in module.co_consts:
+        if isinstance(const, types.CodeType) and const.co_name == code.co_name:
+            return (const.co_consts, const.co_names, const.co_varnames) == (
+                code.co_consts, code.co_names, code.co_varnames,
+            )  # fmt: skip
+    return False
+
+
+def stream_wrapper(
+    take: Callable[[Any], Call | None], classify: Classifier, where: str, known: dict[str, Replica]
+) -> Wrapper:
     """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
-    helper iterates): the SDK's generator, observed when ``take(stream)`` names its call."""
+    helper iterates): when ``take(stream)`` names a call, the adapter's copy of the SDK's generator (``known``), or
+    the SDK's generator wrapped by ``observe_sync`` / ``observe_async``."""
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        gen = wrapped(*args, **kwargs)
         call = None
         with _guard.guard(where):
             call = take(instance)
         if call is None:
-            return gen
+            return wrapped(*args, **kwargs)
+        replica = None
+        if not args and not kwargs:
+            with _guard.guard(where):
+                replica = sdk_replica(wrapped, known)
+        if replica is not None:
+            call.observed = OBSERVED_INLINE
+            return replica(instance, call)
+        call.observed = OBSERVED_WRAPPED
+        gen = wrapped(*args, **kwargs)
         return observe_async(gen, call, classify) if hasattr(gen, "__anext__") else observe_sync(gen, call, classify)
 
     return wrapper

@@ -31,6 +31,8 @@ class Patch:
     module: str
     path: str  # "Class.method"
     wrapper: Wrapper
+    # called with the original attribute once it is wrapped: per-process work done at the import, not in a stream
+    prepare: Callable[[Any], None] | None = None
 
 
 class Patcher:
@@ -75,11 +77,14 @@ class Patcher:
             if key in self._applied:
                 continue
             try:
-                wrapt.resolve_path(module, patch.path)
+                original = wrapt.resolve_path(module, patch.path)[2]
             except (AttributeError, ImportError):
                 logger.debug("otelstream: %s.%s not found in this SDK version; that surface is not observed", *key)
                 continue
             self._applied[key] = wrapt.wrap_function_wrapper(module, patch.path, patch.wrapper)
+            if patch.prepare is not None:
+                with _guard.guard("patch.prepare"):
+                    patch.prepare(original)
 
     def remove(self) -> None:
         with self._lock:

@@ -10,11 +10,13 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
 - ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; ``t_request`` and retries.
 - ``Stream.__init__`` / ``AsyncStream.__init__`` (``_streaming.py:33``, ``:154``), post-hook: the SDK iterates a
   *copy* of the Stream (``_iterator`` is ``copy(self).__stream__()``, ``:47-51``), so the call is put in the
-  instance ``__dict__`` here (the shallow copy carries it) and the finalizer goes on this, the caller's object.
+  instance here (the shallow copy carries it) and the watch goes on this, the caller's object.
 - ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``:82``, ``:211``): every event, once, on the copy; runs only
-  when first iterated (a stream closed unread is ended by the body-close hook or the finalizer).
-- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): ``event: ping`` is skipped by ``__stream__``
-  (``:93-94``), so keepalives are counted on the raw SSE.
+  when first iterated (a stream closed unread is ended by the body-close hook or the watch on the caller's object).
+  For the versions whose source we mirror (``_REPLICAS``) our copy runs in its place and counts the ``event: ping``
+  keepalives that the SDK skips (``:93-94``) in the SDK's own loop.
+- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): for any other version, the pings are counted on
+  the raw SSE here, around the SDK's generator.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ def _late_bind(call: c.Call, stream: Any) -> None:
     taken = _take(stream)
     if taken is None:
         return
+    taken.observed = c.OBSERVED_WRAPPED
     inner = copy.copy(stream).__stream__()  # what the cached property would build
     state["_iterator"] = c.observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else c.observe_sync(
         inner, taken, classify
@@ -186,7 +189,7 @@ def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
 
 
 def _bind(stream: Any, known: c.Call | None = None) -> None:
-    if c.KEY in stream.__dict__:
+    if c.call_on(stream) is not None:
         return
     response = stream.response
     call = known or c.call_of_response(response) or c.current_unbound()
@@ -201,7 +204,7 @@ def _bind(stream: Any, known: c.Call | None = None) -> None:
     if call.bound:
         return
     call.bound = True
-    stream.__dict__[c.KEY] = call  # copied into the iterating copy by copy(self) (_streaming.py:51)
+    c.bind_to(stream, call)  # copied into the iterating copy by copy(self) (_streaming.py:51)
     call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
     c.bind_response(call, response)
     c.watch(call, stream)
@@ -209,14 +212,181 @@ def _bind(stream: Any, known: c.Call | None = None) -> None:
 
 def _take(instance: Any) -> c.Call | None:
     """The call of the copy being iterated, once: a second ``__stream__`` on the same call is not observed."""
-    call = instance.__dict__.get(c.KEY)
-    if not isinstance(call, c.Call) or call.observed:
-        return None
-    call.observed = True
-    return call
+    call = c.call_on(instance)
+    return call if call is not None and call.observed == c.UNOBSERVED else None
 
 
-_stream = c.stream_wrapper(_take, classify, "anthropic.stream")
+def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
+    """``Stream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:82-138``) with the observation of
+    ``c.observe_sync`` and the ping count written in. The SDK's lines are kept in order; ``sse.event``, a plain
+    property, is read once."""
+    tracker = call.tracker
+    clock = tracker.clock
+    try:
+        cast_to = self._cast_to  # (typing.cast: the value itself)
+        response = self.response
+        process_data = self._client._process_response_data
+        iterator = self._iter_events()
+
+        if (observer := self._observer) is not None:
+            observer.begin()
+
+        try:
+            tracker.t_pull = clock()
+            for sse in iterator:
+                event = sse.event
+                if event == "ping":
+                    try:
+                        tracker.keepalive()
+                    except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
+                        _guard.report("anthropic.ping", exc)
+                    continue
+
+                if event is None:
+                    continue
+
+                if event == "error":
+                    body = sse.data
+
+                    try:
+                        body = sse.json()
+                        err_msg = f"{body}"
+                    except Exception:
+                        err_msg = sse.data or f"Error code: {response.status_code}"
+
+                    raise self._client._make_status_error(
+                        err_msg,
+                        body=body,
+                        response=self.response,
+                    )
+
+                if not sse.data:
+                    continue
+
+                item = process_data(data=sse.json(), cast_to=cast_to, response=response)
+                try:
+                    tracker.event(item)
+                except Exception as exc:
+                    _guard.report("adapters.event", exc)
+                try:
+                    yield item
+                except GeneratorExit:
+                    # collected (or closed) while the caller holds the item: before the finally below closes the
+                    # body, which would otherwise read as the caller's close
+                    c.finish(call, "gc")
+                    raise
+                tracker.t_pull = clock()
+            if (observer := self._observer) is not None:
+                observer.end("read")
+        except Exception as err:
+            if (observer := self._observer) is not None:
+                observer.end("failed", err)
+            raise
+        finally:
+            if sdk["sys"].is_finalizing():
+                # Closing at interpreter shutdown can crash CPython 3.13; mark it closed instead (the SDK's comment)
+                response.is_closed = True
+            else:
+                response.close()
+    except GeneratorExit:
+        c.finish(call, "gc")
+        raise
+    except BaseException as exc:
+        c.end_with(call, exc, classify)
+        raise
+    else:
+        c.finish(call, "eof")
+
+
+async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIterator[Any]:
+    """``AsyncStream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:211-267``), as ``_stream_sync``."""
+    tracker = call.tracker
+    clock = tracker.clock
+    try:
+        cast_to = self._cast_to
+        response = self.response
+        process_data = self._client._process_response_data
+        iterator = self._iter_events()
+
+        if (observer := self._observer) is not None:
+            observer.begin()
+
+        try:
+            tracker.t_pull = clock()
+            async for sse in iterator:
+                event = sse.event
+                if event == "ping":
+                    try:
+                        tracker.keepalive()
+                    except Exception as exc:
+                        _guard.report("anthropic.ping", exc)
+                    continue
+
+                if event is None:
+                    continue
+
+                if event == "error":
+                    body = sse.data
+
+                    try:
+                        body = sse.json()
+                        err_msg = f"{body}"
+                    except Exception:
+                        err_msg = sse.data or f"Error code: {response.status_code}"
+
+                    raise self._client._make_status_error(
+                        err_msg,
+                        body=body,
+                        response=self.response,
+                    )
+
+                if not sse.data:
+                    continue
+
+                item = process_data(data=sse.json(), cast_to=cast_to, response=response)
+                try:
+                    tracker.event(item)
+                except Exception as exc:
+                    _guard.report("adapters.event", exc)
+                try:
+                    yield item
+                except GeneratorExit:
+                    c.finish(call, "gc")
+                    raise
+                tracker.t_pull = clock()
+            if (observer := self._observer) is not None:
+                observer.end("read")
+        except Exception as err:
+            if (observer := self._observer) is not None:
+                observer.end("failed", err)
+            raise
+        finally:
+            if sdk["sys"].is_finalizing():
+                response.is_closed = True
+            else:
+                await response.aclose()
+    except GeneratorExit:
+        c.finish(call, "gc")
+        raise
+    except BaseException as exc:
+        c.end_with(call, exc, classify)
+        raise
+    else:
+        c.finish(call, "eof")
+
+
+# sha256 of inspect.getsource(<the SDK's method>) -> our copy of it (tests/adapters/test_replicas.py checks the
+# installed SDK still matches one of them); 2.0 and 2.14 are the same
+_REPLICAS: dict[str, c.Replica] = {
+    "ece2cdf3c68711799c7728c7cba90d33ad4625665cc7f4590a5564898df94fde": _stream_sync,
+    "7598f65f02ca73d523290107a2d1df19c672a182cb3eca563bfe5257a1314889": _stream_async,
+}
+
+def _prepare(original: Any) -> None:
+    c.replica_of(original, _REPLICAS)
+
+
+_stream = c.stream_wrapper(_take, classify, "anthropic.stream", _REPLICAS)
 
 
 def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
@@ -241,16 +411,23 @@ async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[
         yield sse
 
 
+def _tapped(instance: Any) -> c.Call | None:
+    """The call whose SDK generator is wrapped (its pings are counted here); None when our copy of ``__stream__``
+    counts them itself, or the stream is not observed."""
+    call = c.call_on(instance)
+    return call if call is not None and call.observed == c.OBSERVED_WRAPPED else None
+
+
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = instance.__dict__.get(c.KEY)
-    return _pings_sync(gen, call) if isinstance(call, c.Call) else gen
+    call = _tapped(instance)
+    return gen if call is None else _pings_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = instance.__dict__.get(c.KEY)
-    return _pings_async(agen, call) if isinstance(call, c.Call) else agen
+    call = _tapped(instance)
+    return agen if call is None else _pings_async(agen, call)
 
 
 PATCHES = (
@@ -260,8 +437,8 @@ PATCHES = (
     Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, _prepare),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, _prepare),
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync),
     Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async),
 )
