@@ -258,32 +258,33 @@ class StreamTracker:
         now = self.clock()
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
         if fast:
-            # Attribute reads, not ``__dict__.get``: two bytecodes instead of five. A model without the field (or a
-            # dict, offline) raises AttributeError and the general path decides.
+            # ``__dict__`` once, then dict lookups: pydantic models define ``__getattr__``, so every attribute read
+            # on them takes CPython's unspecialized path (two type-cache lookups each), which the SDK's own work keeps
+            # evicting in a real loop.
             hit = False
             try:
+                d = ev.__dict__
                 if fast == _FAST_MESSAGES:
-                    if ev.type == "content_block_delta":
-                        dd = ev.delta
-                        if dd.type == "text_delta":
-                            text = dd.text
+                    if d.get("type") == "content_block_delta":
+                        dd = d.get("delta").__dict__
+                        if dd.get("type") == "text_delta":
+                            text = dd.get("text")
                             hit = type(text) is str and text != ""
                 elif fast == _FAST_RESPONSES:
-                    seq = ev.sequence_number
-                    if seq == self.seq_next and ev.type in _RESPONSES_DELTA_TYPES:
-                        delta = ev.delta
+                    seq = d.get("sequence_number")
+                    if seq == self.seq_next and d.get("type") in _RESPONSES_DELTA_TYPES:
+                        delta = d.get("delta")
                         if type(delta) is str and delta != "" and type(seq) is int:
                             hit = True
                             self.seq_next = seq + 1
                 else:  # chat: one choice, content only, no finish, no usage, no error
-                    choices = ev.choices
-                    if type(choices) is list and len(choices) == 1 and ev.usage is None:
-                        c = choices[0]
-                        if c.finish_reason is None and c.index == self.last_choice:
-                            content = c.delta.content
-                            # an in-band error key is an extra field: in __dict__, not an attribute
-                            hit = type(content) is str and content != "" and ev.__dict__.get("error") is None
-            except AttributeError:
+                    choices = d.get("choices")
+                    if type(choices) is list and len(choices) == 1 and d.get("usage") is None:
+                        c = choices[0].__dict__
+                        if c.get("finish_reason") is None and c.get("index") == self.last_choice:
+                            content = c.get("delta").__dict__.get("content")
+                            hit = type(content) is str and content != "" and d.get("error") is None
+            except AttributeError:  # a dict (offline) or an odd object: the general path decides
                 hit = False
             if hit:
                 tp = self.t_pull
