@@ -60,14 +60,17 @@ def _adder(histogram: Any) -> BulkAdd | None:
 
     def add(value: float, count: int, attributes: _Attrs) -> bool:
         targets: list[Any] = []
-        for storage in consumer._reader_storages.values():
-            for match in storage._instrument_view_instrument_matches.get(hist, ()):
-                keys = match._view._attribute_keys
-                attrs = dict(attributes) if keys is None else {k: v for k, v in attributes.items() if k in keys}
-                agg = match._attributes_aggregation.get(hash_attributes(attrs))
-                if type(agg) is not agg_type or getattr(match, "_reset_on_collect", False):
-                    return False  # not (yet) an explicit-bucket aggregation we can add to: the caller records
-                targets.append(agg)
+        try:  # find every aggregation first: nothing is added unless all of them can take it
+            for storage in consumer._reader_storages.values():
+                for match in storage._instrument_view_instrument_matches.get(hist, ()):
+                    keys = match._view._attribute_keys
+                    attrs = dict(attributes) if keys is None else {k: v for k, v in attributes.items() if k in keys}
+                    agg = match._attributes_aggregation.get(hash_attributes(attrs))
+                    if type(agg) is not agg_type or getattr(match, "_reset_on_collect", False):
+                        return False  # not (yet) an explicit-bucket aggregation we can add to: the caller records
+                    targets.append(agg)
+        except Exception:  # a reader added or changed mid-walk, another layout: the caller records
+            return False
         if not targets:
             return False
         total = value * count
