@@ -169,38 +169,32 @@ def finish(call: Call, how: str, error_type: str | None = None) -> None:
         watcher = call.watcher
         if watcher is not None:
             call.watcher = None
-            _WATCHED.discard(watcher)
+            _WATCHED.pop(watcher, None)
         call.listener.stream_finished(report, call.tracker.handle)
 
 
 class _Watch(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference to the object the caller holds, carrying its call.
+    """A weak reference to the object the caller holds; ``_WATCHED`` maps it to its call.
 
     A weakref callback fires only while the weakref itself is alive, and a cyclic collection runs the callbacks of
     the references that are *not* garbage before any finalizer: before the SDK's generators are closed and their
     ``finally`` closes the body (which would read as the caller's close). So the references live in ``_WATCHED``,
     outside any stream. Identity hash and equality: the watched object's own ``__hash__`` may be anything."""
 
-    __slots__ = ("call",)
-    call: Call
+    __slots__ = ()
     __hash__ = object.__hash__
     __eq__ = object.__eq__
 
-    def __new__(cls, owner: object, call: Call) -> _Watch:
-        self = super().__new__(cls, owner, _collected)
-        self.call = call
-        return self
 
-
-_WATCHED: set[_Watch] = set()
+_WATCHED: dict[_Watch, Call] = {}
 _exiting = False
 
 
 def _collected(watcher: _Watch) -> None:
     # the caller's stream object was collected without a close and before its end: abandoned (gc)
-    _WATCHED.discard(watcher)
-    if not _exiting:
-        finish(watcher.call, "gc")
+    call = _WATCHED.pop(watcher, None)
+    if call is not None and not _exiting:
+        finish(call, "gc")
 
 
 @atexit.register
@@ -216,9 +210,9 @@ def watch(call: Call, owner: object) -> None:
     idle fallback covers the rest."""
     old = call.watcher
     if old is not None:  # moves from a raw response wrapper to the Stream that .parse() built from it
-        _WATCHED.discard(old)
-    watcher = call.watcher = _Watch(owner, call)
-    _WATCHED.add(watcher)
+        _WATCHED.pop(old, None)
+    watcher = call.watcher = _Watch(owner, _collected)
+    _WATCHED[watcher] = call
 
 
 def body_closed(call: Call) -> None:
