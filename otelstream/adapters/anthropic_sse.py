@@ -216,6 +216,9 @@ def _take(instance: Any) -> c.Call | None:
     return call if call is not None and call.observed == c.UNOBSERVED else None
 
 
+# The two generators below follow the SDK's own method line by line, adapted from anthropic-sdk-python
+# (MIT License, Copyright 2023 Anthropic, PBC). They run only in place of the exact
+# source they were adapted from (sha256-checked in ``_REPLICAS``); any other source is wrapped instead.
 def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
     """``Stream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:82-138``) with the observation of
     ``c.observe_sync`` and the ping count written in. The SDK's lines are kept in order; ``sse.event``, a plain

@@ -271,6 +271,9 @@ def _inband_error(stream: Any, data: Any, sdk: dict[str, Any]) -> BaseException:
     return exc
 
 
+# The two generators below follow the SDK's own method line by line, adapted from openai-python
+# (Apache License 2.0, Copyright 2024 OpenAI). They run only in place of the exact
+# source they were adapted from (sha256-checked in ``_REPLICAS``); any other source is wrapped instead.
 def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
     """``Stream.__stream__`` of openai 3.42-3.57 (``_streaming.py:63-120``) with the observation of ``c.observe_sync``
     and the SSE tap written in. The SDK's lines are kept in order; ``sse.event``, a plain property, is read once."""
