@@ -116,9 +116,20 @@ def scale_lines(sc: dict) -> list[str]:
             c = r["concurrent"]
             th = ", ".join(f"{k}: {v['cpu_s']:.3f} s CPU = {100 * v['core_share']:.2f} % of a core"
                            for k, v in c.get("threads", {}).items())  # fmt: skip
-            out.append(f"- {cfg}: {c['streams']:,} streams, peak {c['peak_open']:,} open at once, {c['events']:,} "
-                       f"events, {c['failed']} failed {c.get('errors') or ''}, wall {c['wall_s']:.1f} s, client CPU "
-                       f"{c['cpu_s']:.1f} s" + (f"; threads: {th}" if th else ""))  # fmt: skip
+            line = (f"- {cfg}: {c['streams']:,} streams, peak {c['peak_open']:,} open at once, {c['events']:,} "
+                    f"events, {c['failed']} failed {c.get('errors') or ''}, wall {c['wall_s']:.1f} s, client CPU "
+                    f"{c['cpu_s']:.1f} s" + (f"; threads over the phase: {th}" if th else ""))  # fmt: skip
+            hold = c.get("hold")
+            if hold:
+                line += f"; all open after {c['all_open_after_s']:.1f} s"
+                hth = ", ".join(f"{k}: {100 * v['core_share']:.2f} % of a core"
+                                for k, v in hold.get("threads", {}).items())  # fmt: skip
+                if hth:
+                    line += f"; during the {hold['seconds']:.0f} s hold with {hold['open']:,} open: {hth}"
+            prov = r.get("provider_cpu_s")
+            if prov:
+                line += f"; provider CPU {prov['user']:.1f} s user + {prov['sys']:.1f} s sys"
+            out.append(line)
     return out
 
 
@@ -134,7 +145,9 @@ def write(res: dict, path: str) -> None:
     if "overhead" in res:
         ov = res["overhead"]
         lines += ["## Wall-clock time added per event", "",
-                  f"{ov['rounds']} interleaved rounds, a fresh process per configuration and round, {ov['streams']} "
+                  f"{ov['rounds']} interleaved rounds, a fresh process per configuration and round"
+                  + (" (forked from a process that has only imported httpx2 and the SDK)" if ov.get("fork_server") else "")
+                  + f", {ov['streams']} "
                   f"timed streams of {ov['deltas']} deltas per process (after 5 warm-up streams); median of per-process "
                   "medians of (stream wall time / events). Ratio = configuration / baseline. Peers with in-memory "
                   "exporters; a configuration that produced no span or metric is marked **no telemetry** and not "
@@ -152,8 +165,13 @@ def write(res: dict, path: str) -> None:
                       "phase, every thread included (export and watchdog). Two phases per surface and mode: "
                       f"{cg.get('short_streams')} streams of {cg.get('short_deltas')} deltas and {cg['streams']} streams "
                       f"of {cg['deltas']} deltas, which split the cost into a fixed part per stream and a marginal part "
-                      "per event; added = configuration − baseline. Deterministic to a few instructions per event. "
-                      f"Budget: ≤ {BUDGET_IR:,} per event. Peers: sync only.", ""]  # fmt: skip
+                      "per event; added = configuration − baseline. "
+                      + (f"Before the first phase, {cg['prewarm']} uninstrumented pre-warm streams per surface and "
+                         "mode; instrumentation is on only from each phase's warm-up to its closing dump "
+                         "(`--instr-atstart=no` + callgrind client requests). Back-to-back runs agree to ≈ ±600 Ir "
+                         "per event (rms; at most ≈1 600) on the added figures, to ≈0.05 % on the baseline. "
+                         if "prewarm" in cg else "Deterministic to a few instructions per event. ")
+                      + f"Budget: ≤ {BUDGET_IR:,} per event. Peers: sync only.", ""]  # fmt: skip
             lines += [*cg_table(cg), ""]
     if "memory" in res:
         lines += ["## Memory per open stream and retained", "",
@@ -164,12 +182,16 @@ def write(res: dict, path: str) -> None:
                   f"tracer and meter providers (a started span per open stream). Budget: ≤ {BUDGET_OPEN:,} B per open "
                   "stream with tracing off; 0 retained.", ""] + memory_table(res["memory"]) + [""]  # fmt: skip
     if "scale" in res:
+        st = res["scale"].get("settings") or {}
+        how = (f"Each stream, once open (headers in, span started), waits unread until all are open, then a "
+               f"{st['hold']:g} s hold, then all are read: every stream open at once by construction."
+               if "hold" in st else f"{st.get('ttfd', 45):g} s to the first delta so that all are open at once.")
         lines += ["## 10 000 concurrent async streams (fake provider)", "",
                   "`bench/scale.py`: the fake provider in its own process; the streams spread over 50 `AsyncOpenAI` "
-                  "clients with raised `httpx2.Limits`; Chat streams with usage, 10 deltas, 45 s to the first delta "
-                  "so that all are open at once. Single = the same client process running 500 streams one at a time "
-                  "first. CPU per event = client process CPU time (all threads) / events; short streams, so the "
-                  "per-stream cost dominates the added figure.",
+                  f"clients with raised `httpx2.Limits`; Chat streams with usage, 10 deltas. {how} Single = the same client process running 500 streams "
+                  "one at a time first. CPU per event = client process CPU time (all threads) / events; short "
+                  "streams, so the per-stream cost dominates the added figure. The watchdog's share of a core is "
+                  "given over the whole phase and over the hold (all streams open).",
                   ""] + scale_lines(res["scale"]) + [""]  # fmt: skip
     if "ttfd" in res:
         lines += ["## Time to first delta with a scripted pause", "",

@@ -1,12 +1,15 @@
 """10 000 concurrent async streams through the project's fake provider (``otelstream/demo/provider.py``).
 
-    python bench/scale.py [--streams 10000 --tokens 30 --gap 0.1 --rounds 1]
+    python bench/scale.py [--streams 10000 --tokens 10 --hold 5 --rounds 1]
 
 The provider runs in its own process (its CPU is not the client's). Each configuration (baseline, otelstream) runs in
 a fresh client process: first ``--single`` streams one after another (the single-stream figure), then ``--streams``
-streams at once through one ``AsyncOpenAI`` client whose connection limits are raised. Reported per configuration:
-client CPU per event (process CPU time / events) in both phases, peak concurrently open streams, failures, and
-the CPU time of otelstream's watchdog and export threads (``pthread_getcpuclockid``) as a share of one core.
+streams at once, spread over ``--clients`` ``AsyncOpenAI`` clients whose connection limits are raised. In the
+concurrent phase every stream, once open (response headers in, span started), waits unread until all ``--streams``
+are open, then ``--hold`` s more, and only then are all read: every stream is open at the same time by construction.
+Reported per configuration: client CPU per event (process CPU time / events) in both phases, peak concurrently open
+streams, failures, and the CPU time of otelstream's watchdog and export threads (``pthread_getcpuclockid``) as a
+share of one core, over the whole concurrent phase and over the hold (all streams open).
 """
 
 from __future__ import annotations
@@ -47,6 +50,17 @@ def provider_main() -> None:
         sys.stdin.read()  # until the parent closes our stdin
 
 
+def proc_cpu(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process so far, from /proc (0, 0 where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
+    except (OSError, ValueError, IndexError):
+        return 0.0, 0.0
+
+
 # --- the client process ------------------------------------------------------------------------------------
 def thread_cpu(names: tuple[str, ...]) -> dict[str, float]:
     out = {}
@@ -75,24 +89,39 @@ def client_main(a) -> None:
                                   http_client=httpx2.AsyncClient(limits=limits,
                                                                  timeout=httpx2.Timeout(300.0, connect=120.0)))
                for _ in range(a.clients)]  # fmt: skip
-    state = {"open": 0, "peak": 0, "events": 0, "failed": 0, "k": 0}
+    state = {"open": 0, "peak": 0, "events": 0, "failed": 0, "k": 0, "settled": 0}
+    all_settled = asyncio.Event()  # every stream of the concurrent phase is open (or failed to open)
+    release = asyncio.Event()  # … and the hold is over: start reading
 
-    async def one(h: dict) -> int:
+    def settle(gated: bool) -> None:
+        if gated:
+            state["settled"] += 1
+            if state["settled"] == a.streams:
+                all_settled.set()
+
+    async def one(h: dict, gated: bool = False) -> int:
         n = 0
         client = clients[state["k"] % len(clients)]
         state["k"] += 1
+        opened = False
         try:
             stream = await client.chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True,
                 stream_options={"include_usage": True}, extra_headers=h)  # fmt: skip
+            opened = True
             state["open"] += 1
             state["peak"] = max(state["peak"], state["open"])
             try:
+                if gated:  # open (headers in, span started), nothing read yet: wait until all are open
+                    settle(True)
+                    await release.wait()
                 async for _ in stream:
                     n += 1
             finally:
                 state["open"] -= 1
         except Exception as exc:  # counted, reported
+            if not opened:
+                settle(gated)
             state["failed"] += 1
             state.setdefault("first_error", f"{type(exc).__name__}: {exc!r} <- {exc.__cause__!r}"[:300])
             state.setdefault("errors", {}).setdefault(type(exc).__name__, 0)
@@ -112,14 +141,23 @@ def client_main(a) -> None:
                   "wall_s": time.perf_counter() - w0}  # fmt: skip
         if setup.config.startswith("otelstream"):
             setup.flush()
-        # concurrent: every stream at once; each lasts ttfd + tokens * gap so that all are open together
+        # concurrent: every stream opens, then waits (nothing read) until all --streams are open, then --hold s, then
+        # all read at once: every stream open together by construction, not by a long time to first delta
         th0 = thread_cpu(("otelstream",))
         c0, w0 = time.process_time(), time.perf_counter()
         tasks = []
         for k in range(a.streams):  # ramp: 250 new streams every 50 ms (10 000 in 2 s), not one SYN burst
-            tasks.append(asyncio.ensure_future(one(headers)))
+            tasks.append(asyncio.ensure_future(one(headers, gated=True)))
             if k % 250 == 249:
                 await asyncio.sleep(0.05)
+        await all_settled.wait()  # every task settles (opens, or fails to) before it can finish
+        open_s = time.perf_counter() - w0
+        open_now = state["open"]
+        # the hold: all streams open, none read; the watchdog's share of a core is measured here, at full count
+        th_h0, h0 = thread_cpu(("otelstream",)), time.perf_counter()
+        await asyncio.sleep(a.hold)
+        th_h1, hold_s = thread_cpu(("otelstream",)), time.perf_counter() - h0
+        release.set()
         counts = await asyncio.gather(*tasks)
         cpu = time.process_time() - c0
         wall = time.perf_counter() - w0
@@ -129,9 +167,12 @@ def client_main(a) -> None:
         ev = sum(counts)
         threads = {k: {"cpu_s": th1[k] - th0.get(k, 0.0), "core_share": (th1[k] - th0.get(k, 0.0)) / wall}
                    for k in th1}  # fmt: skip
+        hold = {k: {"cpu_s": th_h1[k] - th_h0.get(k, 0.0), "core_share": (th_h1[k] - th_h0.get(k, 0.0)) / hold_s}
+                for k in th_h1}  # fmt: skip
         conc = {"streams": a.streams, "events": ev, "cpu_per_event_ns": cpu / max(ev, 1) * 1e9, "wall_s": wall,
                 "cpu_s": cpu, "peak_open": state["peak"], "failed": state["failed"],
-                "errors": state.get("errors", {}), "first_error": state.get("first_error"), "threads": threads}  # fmt: skip
+                "errors": state.get("errors", {}), "first_error": state.get("first_error"), "threads": threads,
+                "all_open_after_s": open_s, "hold": {"seconds": hold_s, "open": open_now, "threads": hold}}  # fmt: skip
         return {"single": single, "concurrent": conc}
 
     out = asyncio.run(main())
@@ -151,8 +192,10 @@ def main() -> None:
     p.add_argument("--single", type=int, default=500)
     p.add_argument("--tokens", type=int, default=10)
     p.add_argument("--gap", type=float, default=0.0, help="between deltas (s); 0: the provider's threads only wait once")
-    p.add_argument("--ttfd", type=float, default=45.0,
-                   help="long enough for every connection to be up before the first delta: all streams open at once")
+    p.add_argument("--ttfd", type=float, default=0.0,
+                   help="provider's time to first delta; 0: the streams are held open by the client (see --hold)")
+    p.add_argument("--hold", type=float, default=5.0,
+                   help="concurrent phase: seconds all streams stay open, unread, before they are read")
     p.add_argument("--rounds", type=int, default=1)
     a = p.parse_args()
     if a.role == "provider":
@@ -172,13 +215,16 @@ def main() -> None:
             for cfg in cfgs if r % 2 == 0 else cfgs[::-1]:
                 cmd = [sys.executable, __file__, "client", "--config", cfg, "--base", base, "--streams",
                        str(a.streams), "--single", str(a.single), "--tokens", str(a.tokens), "--gap", str(a.gap),
-                       "--ttfd", str(a.ttfd), "--clients", str(a.clients)]  # fmt: skip
+                       "--ttfd", str(a.ttfd), "--hold", str(a.hold), "--clients", str(a.clients)]  # fmt: skip
+                p0 = proc_cpu(prov.pid)
                 c = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+                p1 = proc_cpu(prov.pid)
                 lines = [ln for ln in c.stdout.splitlines() if ln.startswith("{")]
                 if c.returncode != 0 or not lines:
                     runs[cfg].append({"error": c.stderr.strip().splitlines()[-6:]})
                 else:
                     runs[cfg].append(json.loads(lines[-1]))
+                    runs[cfg][-1]["provider_cpu_s"] = {"user": p1[0] - p0[0], "sys": p1[1] - p0[1]}
                 time.sleep(2)  # let the provider's threads wind down
     finally:
         prov.stdin.close()

@@ -4,6 +4,7 @@
     python bench/worker.py cg       CONFIG SURFACE MODE [...]   # run under valgrind: brackets the measured phase
     python bench/worker.py memory   CONFIG SURFACE [--open N --total N --tracing on|off]
     python bench/worker.py ttfd     CONFIG SURFACE [--pause S]
+    python bench/worker.py serve    MODULE...                   # fork server: see serve()
 
 The runner (``bench/run.py``) starts these; they can be run by hand the same way.
 """
@@ -133,22 +134,97 @@ def cmd_time(a) -> dict:
 
 
 # --- cg: instructions under callgrind ---------------------------------------------------------------------
+class _Callgrind:
+    """Callgrind's START/STOP_INSTRUMENTATION client requests from Python, without a compiler or valgrind's headers:
+    ``valgrind.h``'s amd64 request sequence (``rol rdi`` by 3, 13, 61, 51 = a no-op, then ``xchg rbx, rbx``; RAX =
+    the request block, result in RDX) in one executable page, called through ctypes. Natively (and on any other
+    architecture, where it is not built) every request is a no-op that returns 0.
+
+    The runner starts callgrind with ``--instr-atstart=no``: imports, ``instrument()`` and the pre-warm run at plain
+    valgrind speed, and only each phase's warm-up and measured streams are instrumented. The counts in the dumps
+    are the same as with instrumentation from the start (same code, same hash seed): what is skipped was never
+    inside a dump."""
+
+    _BASE = (ord("C") << 24) | (ord("T") << 16)  # VG_USERREQ_TOOL_BASE('C', 'T')
+    START, STOP = _BASE + 4, _BASE + 5
+    RUNNING_ON_VALGRIND = 0x1001
+
+    def __init__(self) -> None:
+        self._fn = None
+        import platform
+
+        if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+            return
+        import ctypes
+        import mmap
+
+        code = bytes.fromhex("4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
+        try:
+            self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        except OSError:  # W^X enforced: run fully instrumented (the runner's --cg-instr-all)
+            return
+        self._page.write(code)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(addr)
+        self._args = (ctypes.c_uint64 * 6)()
+        self._addr = ctypes.addressof(self._args)
+
+    def request(self, code: int) -> int:
+        if self._fn is None:
+            return 0
+        self._args[0] = code
+        return self._fn(self._addr)
+
+    def start(self) -> None:
+        self.request(self.START)
+
+    def stop(self) -> None:
+        self.request(self.STOP)
+
+
 def cmd_cg(a) -> dict:
     """Under ``valgrind --tool=callgrind --dump-before=getppid``: every ``os.getppid()`` closes one dump. Phases are
     given as ``--phases surface:mode,…``; phase k (from 0) is dump number 2k+2, every thread included (the export
-    thread's work is inside because each phase ends with a flush). Between phases: the next phase's warm-up."""
+    thread's work is inside because each phase ends with a flush). Between phases: the next phase's warm-up.
+
+    Before any phase, ``--prewarm`` streams (10 deltas) per surface and mode on a throwaway client: the SDKs' lazy
+    imports and model building (≈2.4 G instructions for the first Responses stream) and every per-stream code path's
+    first calls are over before anything is measured. With only the 2 warm-up streams per phase, the short phase ran
+    per-stream code in its first calls (CPython 3.11 quickens a function only after 8), which added ≈0.25 M
+    instructions, varying run to run, to otelstream-default's fixed cost per Chat stream; with 10, a Chat-only
+    process's dumps repeat to ≈0.01 %.
+
+    Instrumentation (``_Callgrind``) is on from each phase's warm-up to its closing dump only; start-up (imports,
+    ``instrument()``, clients) and the pre-warm run uninstrumented, several times faster. Neither was ever inside a
+    dump, and each measured phase still follows its own instrumented warm-up."""
     phases = []
     for p in a.phases.split(",") if a.phases else [f"{a.surface}:{a.mode}"]:
         parts = p.split(":")  # surface:mode[:deltas:streams]
         phases.append((parts[0], parts[1], int(parts[2]) if len(parts) > 2 else a.deltas,
                        int(parts[3]) if len(parts) > 3 else a.streams))  # fmt: skip
     setup = configs.setup(a.config, [p[0] for p in phases])
+    cg = _Callgrind()
+    for surface, mode in dict.fromkeys((p[0], p[1]) for p in phases):  # the uninstrumented pre-warm
+        body = canned.frames(surface, 10)
+        client = make_client(surface, mode, setup, lambda _r, body=body: body)
+        if mode == "sync":
+            for _ in range(a.prewarm):
+                run_sync(client, surface)
+        else:
+
+            async def prewarm(client=client, surface=surface) -> None:
+                for _ in range(a.prewarm):
+                    await run_async(client, surface)
+
+            asyncio.run(prewarm())
+    setup.flush()
     out = []
     for surface, mode, deltas, streams in phases:
         body = canned.frames(surface, deltas)
         client = make_client(surface, mode, setup, lambda _r, body=body: body)
         spans0 = len(setup.finished_spans())
         if mode == "sync":
+            cg.start()
             for _ in range(a.warmup):
                 run_sync(client, surface)
             setup.flush()
@@ -159,9 +235,11 @@ def cmd_cg(a) -> dict:
                 events += run_sync(client, surface)
             setup.flush()
             os.getppid()  # dump boundary: end of the measured phase
+            cg.stop()
         else:
 
             async def main(client=client, surface=surface, streams=streams) -> int:
+                cg.start()
                 for _ in range(a.warmup):
                     await run_async(client, surface)
                 setup.flush()
@@ -172,12 +250,13 @@ def cmd_cg(a) -> dict:
                     n += await run_async(client, surface)
                 setup.flush()
                 os.getppid()
+                cg.stop()
                 return n
 
             events = asyncio.run(main())
         out.append({"surface": surface, "mode": mode, "deltas": deltas, "streams": streams, "events": events,
                     "spans": len(setup.finished_spans()) - spans0})  # fmt: skip
-    return {"phases": out, "telemetry": setup.check()}
+    return {"phases": out, "telemetry": setup.check(), "valgrind": cg.request(cg.RUNNING_ON_VALGRIND)}
 
 
 # --- memory: tracemalloc per open stream and retained after the end ----------------------------------------
@@ -347,6 +426,7 @@ def main() -> None:
     p.add_argument("--tracing", default="on", choices=("on", "off"))
     p.add_argument("--pause", type=float, default=0.5)
     p.add_argument("--phases", default="", help="cg: surface:mode,… measured one after another in this process")
+    p.add_argument("--prewarm", type=int, default=10, help="cg: uninstrumented streams per surface and mode first")
     a = p.parse_args()
     os.environ.setdefault("OTELSTREAM_WATCHDOG_INTERVAL_S", "1")
     out = {"cmd": a.cmd, "config": a.config, "surface": a.surface, "mode": a.mode}
@@ -355,5 +435,57 @@ def main() -> None:
     print(json.dumps(out))
 
 
+# --- fork server --------------------------------------------------------------------------------------------
+def serve(preload: list[str]) -> None:
+    """``worker.py serve MODULE…``: import the given modules once, then for every request line on stdin
+    (``{"argv": […], "stdout": path, "stderr": path, "timeout": s}``) fork a child that runs ``main()`` with that
+    argv and its stdout/stderr in the two files, wait for it, and answer ``{"rc": …}`` on stdout.
+
+    The runner preloads only what every worker of the surface imports first thing anyway (``httpx2`` and the
+    surface's SDK, openai or anthropic): no instrumentation, no OpenTelemetry, no client, no thread, no event loop.
+    Everything configuration-specific still happens in the child, which is a new process like a worker started
+    from scratch; it only skips the SDK import (≈0.45 s for openai, ≈1.2 s for anthropic of a ≈1.8 s worker)."""
+    import importlib
+    import signal
+    import traceback
+
+    for name in preload:
+        importlib.import_module(name)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into this loop
+            code = 1
+            try:
+                out_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, req["stdout"], out_flags),
+                                        (2, req["stderr"], out_flags)):  # fmt: skip
+                    f = os.open(path, flags, 0o600)
+                    os.dup2(f, fd)
+                    os.close(f)
+                signal.alarm(max(1, int(req.get("timeout", 300))))  # default action: terminate
+                sys.argv = [sys.argv[0], *req["argv"]]
+                main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.write(json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["serve"]:
+        serve(sys.argv[2:])
+    else:
+        main()
