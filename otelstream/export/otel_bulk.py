@@ -111,7 +111,7 @@ def _self_check() -> bool:
     points = []
     for weighted in (False, True):
         reader = InMemoryMetricReader()
-        provider = MeterProvider(metric_readers=[reader])
+        provider = MeterProvider(metric_readers=[reader], shutdown_on_exit=False)  # no atexit hook kept per check
         try:
             hist = provider.get_meter("otelstream.selfcheck").create_histogram(
                 "h", explicit_bucket_boundaries_advisory=bounds
