@@ -37,6 +37,7 @@ import time
 import types
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
 from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
@@ -317,7 +318,7 @@ def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with ending(call, classify):
         tracker.t_pull = clock()
         for item in gen:
             try:
@@ -326,22 +327,12 @@ def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterat
                 _guard.report("adapters.event", exc)
             yield item
             tracker.t_pull = clock()
-    except GeneratorExit:
-        # our generator is closed only when the caller's stream is collected (Stream.close() closes the body,
-        # not the generator: research §1.4 #2); a recorded close already ended the tracker
-        finish(call, "gc")
-        raise
-    except BaseException as exc:
-        end_with(call, exc, classify)
-        raise
-    else:
-        finish(call, "eof")
 
 
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with ending(call, classify):
         tracker.t_pull = clock()
         async for item in agen:
             try:
@@ -350,14 +341,31 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
                 _guard.report("adapters.event", exc)
             yield item
             tracker.t_pull = clock()
-    except GeneratorExit:
-        finish(call, "gc")
-        raise
-    except BaseException as exc:
-        end_with(call, exc, classify)
-        raise
-    else:
-        finish(call, "eof")
+
+
+class ending:
+    """Around the body of an observing generator (ours, or the adapters' copies of the SDKs'): how the body ends is
+    how the stream ended. ``GeneratorExit``: the generator was closed, which happens only when the caller's stream is
+    collected (``Stream.close()`` closes the body, not the generator: research §1.4 #2; a recorded close already
+    ended the tracker), so ``gc``; any other exception, classified (``end_with``); running out, ``eof``. Never
+    swallows anything."""
+
+    __slots__ = ("call", "classify")
+
+    def __init__(self, call: Call, classify: Classifier) -> None:
+        self.call = call
+        self.classify = classify
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is None:
+            finish(self.call, "eof")
+        elif isinstance(exc, GeneratorExit):
+            finish(self.call, "gc")
+        else:
+            end_with(self.call, exc, self.classify)
 
 
 def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:

@@ -225,7 +225,7 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
     property, is read once."""
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with c.ending(call, classify):
         cast_to = self._cast_to  # (typing.cast: the value itself)
         response = self.response
         process_data = self._client._process_response_data
@@ -291,21 +291,13 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
                 response.is_closed = True
             else:
                 response.close()
-    except GeneratorExit:
-        c.finish(call, "gc")
-        raise
-    except BaseException as exc:
-        c.end_with(call, exc, classify)
-        raise
-    else:
-        c.finish(call, "eof")
 
 
 async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIterator[Any]:
     """``AsyncStream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:211-267``), as ``_stream_sync``."""
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with c.ending(call, classify):
         cast_to = self._cast_to
         response = self.response
         process_data = self._client._process_response_data
@@ -368,14 +360,6 @@ async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIt
                 response.is_closed = True
             else:
                 await response.aclose()
-    except GeneratorExit:
-        c.finish(call, "gc")
-        raise
-    except BaseException as exc:
-        c.end_with(call, exc, classify)
-        raise
-    else:
-        c.finish(call, "eof")
 
 
 # sha256 of inspect.getsource(<the SDK's method>) -> our copy of it (tests/adapters/test_replicas.py checks the

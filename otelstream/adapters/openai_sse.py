@@ -279,7 +279,7 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
     and the SSE tap written in. The SDK's lines are kept in order; ``sse.event``, a plain property, is read once."""
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with c.ending(call, classify):
         cast_to = self._cast_to  # (typing.cast: the value itself)
         response = self.response
         process_data = self._client._process_response_data
@@ -327,21 +327,13 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
                 tracker.t_pull = clock()
         finally:
             response.close()
-    except GeneratorExit:
-        c.finish(call, "gc")
-        raise
-    except BaseException as exc:
-        c.end_with(call, exc, classify)
-        raise
-    else:
-        c.finish(call, "eof")
 
 
 async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIterator[Any]:
     """``AsyncStream.__stream__`` of openai 3.42-3.57 (``_streaming.py:179-241``), as ``_stream_sync``."""
     tracker = call.tracker
     clock = tracker.clock
-    try:
+    with c.ending(call, classify):
         cast_to = self._cast_to
         response = self.response
         process_data = self._client._process_response_data
@@ -390,14 +382,6 @@ async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIt
                 tracker.t_pull = clock()
         finally:
             await response.aclose()
-    except GeneratorExit:
-        c.finish(call, "gc")
-        raise
-    except BaseException as exc:
-        c.end_with(call, exc, classify)
-        raise
-    else:
-        c.finish(call, "eof")
 
 
 # sha256 of inspect.getsource(<the SDK's method>) -> our copy of it (tests/adapters/test_replicas.py checks the
