@@ -54,12 +54,19 @@ END_REASONS = tuple(_END_OUTCOME)
 
 _CHUNK_BOUNDS_NS = tuple(int(b * 1e9) for b in names.TIME_PER_CHUNK_BUCKETS)
 _N_CHUNK_BUCKETS = len(_CHUNK_BOUNDS_NS) + 1
-_FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT = 1, 2, 3
+_FIRST_BOUND_NS = _CHUNK_BOUNDS_NS[0]
+# Bucket placement without a binary search (which costs a C call and five comparisons of Python ints): no two bounds
+# share a power-of-two interval [2**(k-1), 2**k), so the number of bounds below 2**(k-1) plus at most one comparison
+# places a gap of bit length k (tests/adapters/test_flat_path.py checks the premise and the result).
+_BOUNDS_BELOW_BITS = (0, *(sum(b < 1 << (k - 1) for b in _CHUNK_BOUNDS_NS) for k in range(1, 65)))
+_BOUNDS_PADDED = (*_CHUNK_BOUNDS_NS, float("inf"))
+_FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT, _FAST_COMPLETIONS = 1, 2, 3, 4
 _FAST_BY_SURFACE = {
     names.RESPONSES: _FAST_RESPONSES,
     names.RESPONSES_WEBSOCKET: _FAST_RESPONSES,
     names.MESSAGES: _FAST_MESSAGES,
     names.CHAT_COMPLETIONS: _FAST_CHAT,
+    names.COMPLETIONS: _FAST_COMPLETIONS,
 }
 
 
@@ -251,56 +258,62 @@ class StreamTracker:
     def event(self, ev: Any, name: str | None = None) -> None:
         """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it.
 
-        At CPython's ~50 instructions per bytecode every statement here costs the caller on every event, so the
-        common case — an SDK model carrying a plain delta, in order, mid-stream — takes a flat path that checks its
-        few fields inline and does only what cannot be derived later (consumer time and the chunk-time sums are
-        computed at the end). Everything else goes through the surface's protocol module (``_event``)."""
+        Every statement here costs the caller on every event (on the order of 50 machine instructions per bytecode),
+        so the common case, an SDK model carrying a plain delta in order mid-stream, takes a flat path: it checks its
+        few fields inline, and any field that does not match sends the event to the general path (``_event``), which
+        classifies it through the surface's protocol module. The flat path only records what cannot be derived later
+        (consumer time and the chunk-time sums are computed at the end)."""
         now = self.clock()
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
-        if fast:
-            # ``__dict__`` once, then dict lookups: pydantic models define ``__getattr__``, so every attribute read
-            # on them takes CPython's unspecialized path (two type-cache lookups each), which the SDK's own work keeps
-            # evicting in a real loop.
-            hit = False
+        if not fast:
+            self._event(ev, name, now)
+            return
+        # ``__dict__`` once per model, then subscripts: pydantic models define ``__getattr__``, so every attribute
+        # read on them takes CPython's slow path. The SDKs' models hold every declared field in ``__dict__``; a
+        # missing one, a dict (offline) or an odd object raises, and the general path decides.
+        text = None
+        try:
+            d = ev.__dict__
+            if fast == _FAST_MESSAGES:
+                if d["type"] == "content_block_delta":
+                    dd = d["delta"].__dict__
+                    if dd["type"] == "text_delta":
+                        text = dd["text"]
+            elif fast == _FAST_RESPONSES:
+                seq = d["sequence_number"]
+                if seq == self.seq_next and type(seq) is int and d["type"] in _RESPONSES_DELTA_TYPES:
+                    text = d["delta"]
+            else:  # chat or legacy completions: one choice, its text only, no finish, no usage, no error
+                choices = d["choices"]
+                if len(choices) == 1 and d["usage"] is None and "error" not in d:
+                    c = choices[0].__dict__
+                    if c["finish_reason"] is None and c["index"] == self.last_choice:
+                        text = c["delta"].__dict__["content"] if fast == _FAST_CHAT else c["text"]
+        except (AttributeError, KeyError, TypeError, IndexError):
+            text = None
+        if not text or type(text) is not str:
+            self._event(ev, name, now)
+            return
+        if fast == _FAST_RESPONSES:
+            self.seq_next += 1  # type: ignore[operator]
+        tp = self.t_pull
+        if tp:
+            self.t_pull = 0
+            wait = now - tp
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
+        # deltas = 1 + the chunk counts, the last event time is t_prev_delta
+        gap = now - self.t_prev_delta
+        self.t_prev_delta = now
+        if gap > _FIRST_BOUND_NS:  # = bisect_left(_CHUNK_BOUNDS_NS, gap), the general path's placement
             try:
-                d = ev.__dict__
-                if fast == _FAST_MESSAGES:
-                    if d.get("type") == "content_block_delta":
-                        dd = d.get("delta").__dict__
-                        if dd.get("type") == "text_delta":
-                            text = dd.get("text")
-                            hit = type(text) is str and text != ""
-                elif fast == _FAST_RESPONSES:
-                    seq = d.get("sequence_number")
-                    if seq == self.seq_next and d.get("type") in _RESPONSES_DELTA_TYPES:
-                        delta = d.get("delta")
-                        if type(delta) is str and delta != "" and type(seq) is int:
-                            hit = True
-                            self.seq_next = seq + 1
-                else:  # chat: one choice, content only, no finish, no usage, no error
-                    choices = d.get("choices")
-                    if type(choices) is list and len(choices) == 1 and d.get("usage") is None:
-                        c = choices[0].__dict__
-                        if c.get("finish_reason") is None and c.get("index") == self.last_choice:
-                            content = c.get("delta").__dict__.get("content")
-                            hit = type(content) is str and content != "" and d.get("error") is None
-            except AttributeError:  # a dict (offline) or an odd object: the general path decides
-                hit = False
-            if hit:
-                tp = self.t_pull
-                if tp:
-                    self.t_pull = 0
-                    wait = now - tp
-                    self.wait_ns += wait
-                    if wait > self._wait_alarm:
-                        self._long_wait(tp, wait)
-                # Only what cannot be derived later: deltas = 1 + the chunk counts, the last event time is
-                # t_prev_delta, consumer time and the chunk-time sums come from totals at the end.
-                gap = now - self.t_prev_delta
-                self.t_prev_delta = now
-                self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, gap)] += 1  # type: ignore[index]
-                return
-        self._event(ev, name, now)
+                i = _BOUNDS_BELOW_BITS[gap.bit_length()]
+            except IndexError:  # beyond 2**64 ns: only an injected clock
+                i = _N_CHUNK_BUCKETS - 1
+            self._chunk_counts[i + 1 if gap > _BOUNDS_PADDED[i] else i] += 1  # type: ignore[index]
+        else:
+            self._chunk_counts[0] += 1  # type: ignore[index]
 
     def _event(self, ev: Any, name: str | None, now: int) -> None:
         """The general path: any event, classified by the surface's protocol module."""

@@ -95,6 +95,9 @@ class OtelMetricsSink:
         self._live = live
         self._adder: BulkAdd | None = None
         self._adder_final = False
+        # The label sets are bounded (capped models, closed enums): each one's attribute dict is built once and then
+        # shared by every record (the SDK only reads it). Only the export thread uses this.
+        self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
 
     def close(self) -> None:
         self.instruments.sources.discard(self._live)
@@ -104,7 +107,7 @@ class OtelMetricsSink:
         # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
         ctx = trace.set_span_in_context(handle.span)
         for family, label_values, value in points(report, handle.labels):
-            attrs = attributes(family, label_values)
+            attrs = self._attributes(family, label_values)
             if family in _COUNTERS:
                 i[family].add(int(value), attrs, context=ctx)
             else:
@@ -112,7 +115,7 @@ class OtelMetricsSink:
         merge = list(chunk_merge(report))
         if merge:
             hist = i[names.PROM_TIME_PER_OUTPUT_CHUNK]
-            attrs = attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
+            attrs = self._attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
             add = self._chunk_adder()
             # Each bucket's mean, count times (exact placement, count and sum): one real record (it carries the
             # exemplar context), then the rest weighted when the SDK allows it (otel_bulk), else one record each.
@@ -121,6 +124,13 @@ class OtelMetricsSink:
                 if count > 1 and (add is None or not add(mean, count - 1, attrs)):
                     for _ in range(count - 1):
                         hist.record(mean, attrs)
+
+    def _attributes(self, family: str, label_values: tuple[str, ...]) -> dict[str, str]:
+        key = (family, label_values)
+        attrs = self._attrs.get(key)
+        if attrs is None:
+            attrs = self._attrs[key] = attributes(family, label_values)
+        return attrs
 
     def _chunk_adder(self) -> BulkAdd | None:
         add = self._adder

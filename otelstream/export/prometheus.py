@@ -162,13 +162,9 @@ class PrometheusSink:
             self.families.live.sources.discard(self._live)
 
     def record(self, report: StreamReport, handle: StreamHandle) -> None:
-        children = self._children
         exemplar = exemplar_for(handle) if self._exemplars else None
         for family, label_values, value in points(report, handle.labels):
-            key = (family, label_values)
-            child = children.get(key)
-            if child is None:
-                child = children[key] = self._m[family].labels(*label_values)
+            child = self._child(family, label_values)
             if family in _COUNTERS:
                 child.inc(value)
             else:
@@ -179,7 +175,7 @@ class PrometheusSink:
         merge = list(chunk_merge(report))
         if not merge:
             return
-        child = self._m[names.PROM_TIME_PER_OUTPUT_CHUNK].labels(*common)
+        child = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
         buckets = getattr(child, "_buckets", None)
         total = getattr(child, "_sum", None)
         if buckets is None or total is None or len(buckets) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
@@ -195,6 +191,13 @@ class PrometheusSink:
         if exemplar is not None:
             i, _, _, mean = merge[-1]  # the slowest gaps are the ones worth a trace link
             buckets[i].set_exemplar(Exemplar(exemplar, mean, time.time()))
+
+    def _child(self, family: str, label_values: tuple[str, ...]) -> Any:
+        key = (family, label_values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._m[family].labels(*label_values)
+        return child
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
         self._m[names.PROM_REPORTS_DROPPED].labels(*labels[:3]).inc()
