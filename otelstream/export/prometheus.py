@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import math
 import threading
 import time
 import weakref
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -163,41 +165,43 @@ class PrometheusSink:
 
     def record(self, report: StreamReport, handle: StreamHandle) -> None:
         exemplar = exemplar_for(handle) if self._exemplars else None
+        now = time.time()
         for family, label_values, value in points(report, handle.labels):
-            child = self._child(family, label_values)
+            child, parts = self._child(family, label_values)
             if family in _COUNTERS:
                 child.inc(value)
             else:
-                child.observe(value, exemplar)
-        self._merge_chunks(report, handle.labels[:3], exemplar)
+                observe(child, parts, value, exemplar, now)
+        self._merge_chunks(report, handle.labels[:3], exemplar, now)
 
-    def _merge_chunks(self, report: StreamReport, common: tuple[str, ...], exemplar: dict[str, str] | None) -> None:
+    def _merge_chunks(
+        self, report: StreamReport, common: tuple[str, ...], exemplar: dict[str, str] | None, now: float
+    ) -> None:
         merge = list(chunk_merge(report))
         if not merge:
             return
-        child = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
-        buckets = getattr(child, "_buckets", None)
-        total = getattr(child, "_sum", None)
-        if buckets is None or total is None or len(buckets) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
-            # prometheus_client changed its internals: fall back to the public API (one call per chunk).
+        child, parts = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
+        if parts is None or len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
             for _, count, _, mean in merge:
                 for _ in range(count):
                     child.observe(mean)
             return
-        # Fast path: add each local bucket's count and the exact sum directly, O(buckets) instead of O(chunks).
+        # Each local bucket's count and the exact sum added directly: O(buckets) instead of O(chunks).
+        _, buckets, total = parts
         for i, count, _, _ in merge:
             buckets[i].inc(count)
         total.inc(sum(s for _, _, s, _ in merge))
         if exemplar is not None:
             i, _, _, mean = merge[-1]  # the slowest gaps are the ones worth a trace link
-            buckets[i].set_exemplar(Exemplar(exemplar, mean, time.time()))
+            buckets[i].set_exemplar(Exemplar(exemplar, mean, now))
 
-    def _child(self, family: str, label_values: tuple[str, ...]) -> Any:
+    def _child(self, family: str, label_values: tuple[str, ...]) -> tuple[Any, _HistogramParts | None]:
         key = (family, label_values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = self._m[family].labels(*label_values)
-        return child
+        found = self._children.get(key)
+        if found is None:
+            child = self._m[family].labels(*label_values)
+            found = self._children[key] = (child, histogram_parts(child))
+        return found
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
         self._m[names.PROM_REPORTS_DROPPED].labels(*labels[:3]).inc()
@@ -214,6 +218,36 @@ class PrometheusSink:
 
 
 _COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")
+_HistogramParts = tuple[list[float], list[Any], Any]  # upper bounds (+Inf last), bucket values, sum value
+
+
+def observe(
+    child: Any, parts: _HistogramParts | None, value: float, exemplar: dict[str, str] | None, now: float
+) -> None:
+    """``child.observe(value, exemplar)`` with the same result, without prometheus_client's linear scan of the bounds
+    and its validation of otelstream's own fixed-shape exemplar on every call."""
+    if parts is None or value != value:  # (NaN: prometheus_client decides, as for any caller)
+        child.observe(value, exemplar)
+        return
+    bounds, buckets, total = parts
+    i = bisect_left(bounds, value)  # the first bound >= value: ``le`` is inclusive
+    total.inc(value)
+    buckets[i].inc(1)
+    if exemplar is not None:
+        buckets[i].set_exemplar(Exemplar(exemplar, value, now))
+
+
+def histogram_parts(child: Any) -> _HistogramParts | None:
+    """A labelled Histogram's bounds and values, or None when prometheus_client's internals are not what the sink
+    writes into (then every observation goes through the public API)."""
+    bounds = getattr(child, "_upper_bounds", None)
+    buckets = getattr(child, "_buckets", None)
+    total = getattr(child, "_sum", None)
+    if not isinstance(child, Histogram) or not isinstance(bounds, list) or not isinstance(buckets, list):
+        return None
+    if len(bounds) != len(buckets) or not bounds or bounds[-1] != math.inf or not hasattr(total, "inc"):
+        return None
+    return bounds, buckets, total
 _port_warned = False
 
 

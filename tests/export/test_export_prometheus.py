@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import pytest
 from exporthelpers import Clock, FakeTracker, make_report, make_start, run_stream
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
+from otelstream.export import prometheus
 
 COMMON = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test"}
 
@@ -231,3 +233,40 @@ def test_full_queue_counts_dropped(make_pipeline: Any, clock: Clock, registry: C
     assert p.flush(5.0)
     done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed")
     assert done is not None and done + dropped == 10
+
+
+@pytest.mark.parametrize("with_exemplar", [False, True])
+def test_direct_observe_equals_prometheus_client_observe(with_exemplar: bool) -> None:
+    """The sink writes histogram observations into the child's bucket values itself (no linear scan, no exemplar
+    re-validation): the exposition must equal what ``Histogram.observe`` produces, on and around every bound."""
+    bounds = names.DURATION_BUCKETS
+    values = [0.0, -1.0, 1e-12, 1e9, math.inf, math.nan, *bounds, *(math.nextafter(b, math.inf) for b in bounds)]
+    values += [math.nextafter(b, 0.0) for b in bounds]
+    exemplar = {"trace_id": "1" * 32, "span_id": "2" * 16} if with_exemplar else None
+    out = []
+    for direct in (True, False):
+        registry = CollectorRegistry()
+        child = Histogram("h", "h", ["model"], registry=registry, buckets=bounds).labels("m")
+        parts = prometheus.histogram_parts(child)
+        assert parts is not None  # the installed prometheus_client has the internals the sink writes into
+        for v in values:
+            if direct:
+                prometheus.observe(child, parts, v, exemplar, 1_700_000_000.0)
+            else:
+                child.observe(v, exemplar)
+        # the exemplar timestamps differ (now vs time.time()): compare everything else
+        text = generate_openmetrics(registry).decode()
+        out.append([line.split(" # ")[0] + (" # " + line.split(" # ")[1].rsplit(" ", 1)[0] if " # " in line else "")
+                    for line in text.splitlines() if not line.startswith("h_created")])  # fmt: skip
+    assert out[0] == out[1]
+    assert (" # {" in "\n".join(out[0])) is with_exemplar
+
+
+def test_direct_observe_falls_back_without_the_internals() -> None:
+    changed = Histogram("h", "h", ["model"], registry=CollectorRegistry()).labels("m")
+    changed._buckets = ()  # as if prometheus_client had changed: not a list of values
+    assert prometheus.histogram_parts(changed) is None
+    registry = CollectorRegistry()
+    prometheus.observe(Histogram("g", "g", registry=registry), None, 0.5, None, 0.0)
+    assert registry.get_sample_value("g_count") == 1
+    assert registry.get_sample_value("g_bucket", {"le": "0.5"}) == 1
