@@ -5,8 +5,9 @@ generator layer (the two other per-event costs of an adapter).
     python bench/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
     python bench/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
 
-Events are real SDK model objects (built through the SDKs' ``construct_type``), one delta event per surface, fed to
-one tracker in a loop (Responses with increasing ``sequence_number``).
+One delta event per surface, fed to one tracker in a loop (Responses with increasing ``sequence_number``): as decoded
+JSON (what the adapters' copies of the SDKs' ``__stream__`` pass) and as the SDK's model object built through the SDK's
+``construct_type`` (``/model``: what the WebSocket path and wrapped SDK releases pass).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ if ROOT not in sys.path:
     sys.path.append(ROOT)
 
 N = 20_000
-WHAT = ("chat_completions", "responses", "messages", "clock", "generator_layer")
+SURFACES = ("chat_completions", "responses", "messages")
+# decoded JSON (what the adapters' copies of the SDKs' __stream__ pass) and the SDK's model (WebSocket, wrapped SDKs)
+WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), "clock", "generator_layer")
 
 
 def _events():
@@ -35,16 +38,19 @@ def _events():
     from openai.types.chat import ChatCompletionChunk
     from openai.types.responses import ResponseTextDeltaEvent
 
-    chunk = om.construct_type(type_=ChatCompletionChunk, value={
-        "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]})  # fmt: skip
-    rde = om.construct_type(type_=ResponseTextDeltaEvent, value={
-        "type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": "Hi",
-        "logprobs": [], "sequence_number": 0})  # fmt: skip
-    ade = am.construct_type(type_=RawContentBlockDeltaEvent, value={
-        "type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}})  # fmt: skip
-    return {"chat_completions": (chunk, None), "responses": (rde, "response.output_text.delta"),
-            "messages": (ade, "content_block_delta")}  # fmt: skip
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}], "usage": None}  # fmt: skip
+    rde = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": "Hi",
+           "logprobs": [], "sequence_number": 0}  # fmt: skip
+    ade = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}
+    return {
+        "chat_completions": (chunk, None),
+        "responses": (rde, "response.output_text.delta"),
+        "messages": (ade, "content_block_delta"),
+        "chat_completions/model": (om.construct_type(type_=ChatCompletionChunk, value=chunk), None),
+        "responses/model": (om.construct_type(type_=ResponseTextDeltaEvent, value=rde), "response.output_text.delta"),
+        "messages/model": (am.construct_type(type_=RawContentBlockDeltaEvent, value=ade), "content_block_delta"),
+    }
 
 
 def loops(what: str, n: int = N):
@@ -81,11 +87,11 @@ def loops(what: str, n: int = N):
 
         return with_layer, without
     ev, name = _events()[what]
-    start = StreamStart(surface=what, provider="x", request_model="m", server_address=None, server_port=None,
+    start = StreamStart(surface=what.split("/")[0], provider="x", request_model="m", server_address=None, server_port=None,
                         api_type=None, t_request_ns=time.monotonic_ns(), resumed=False)  # fmt: skip
     t = StreamTracker(start, clock=time.monotonic_ns)
-    if what == "responses":
-        d = ev.__dict__
+    if what.startswith("responses"):
+        d = ev if type(ev) is dict else ev.__dict__
         nxt = [0]  # sequence numbers keep increasing across calls of body(): in order, as on the wire
 
         def body():
@@ -123,7 +129,7 @@ def child(what: str) -> None:
 
 
 def opcodes() -> None:
-    for what in ("chat_completions", "responses", "messages"):
+    for what in WHAT[:-2]:
         body, _ = loops(what, 1000)
         body()
         cnt: collections.Counter = collections.Counter()
@@ -159,7 +165,7 @@ def nanos() -> None:
             e(x, None)
 
     rows = {"empty method call": (empty_loop, loops("clock")[1])}
-    for what in ("chat_completions", "responses", "messages"):
+    for what in WHAT[:-2]:
         rows[what] = loops(what)
     for what, (body, ref) in rows.items():
         samples = []

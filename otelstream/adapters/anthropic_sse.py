@@ -266,9 +266,10 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
                 if not sse.data:
                     continue
 
-                item = process_data(data=sse.json(), cast_to=cast_to, response=response)
+                data = sse.json()  # (the SDK passes it on directly: kept to observe the plain dicts)
+                item = process_data(data=data, cast_to=cast_to, response=response)
                 try:
-                    tracker.event(item)
+                    tracker.event(data)
                 except Exception as exc:
                     _guard.report("adapters.event", exc)
                 try:
@@ -338,9 +339,10 @@ async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIt
                 if not sse.data:
                     continue
 
-                item = process_data(data=sse.json(), cast_to=cast_to, response=response)
+                data = sse.json()  # (the SDK passes it on directly: kept to observe the plain dicts)
+                item = process_data(data=data, cast_to=cast_to, response=response)
                 try:
-                    tracker.event(item)
+                    tracker.event(data)
                 except Exception as exc:
                     _guard.report("adapters.event", exc)
                 try:

@@ -314,7 +314,7 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
                         response=response,
                     )
                 try:
-                    tracker.event(item, event)
+                    tracker.event(data, event)  # the decoded JSON the item was built from: plain dicts
                 except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
                     _guard.report("adapters.event", exc)
                 try:
@@ -371,7 +371,7 @@ async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIt
                         response=response,
                     )
                 try:
-                    tracker.event(item, event)
+                    tracker.event(data, event)  # the decoded JSON the item was built from: plain dicts
                 except Exception as exc:
                     _guard.report("adapters.event", exc)
                 try:

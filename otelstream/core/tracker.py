@@ -60,7 +60,12 @@ _FIRST_BOUND_NS = _CHUNK_BOUNDS_NS[0]
 # places a gap of bit length k (tests/adapters/test_flat_path.py checks the premise and the result).
 _BOUNDS_BELOW_BITS = (0, *(sum(b < 1 << (k - 1) for b in _CHUNK_BOUNDS_NS) for k in range(1, 65)))
 _BOUNDS_PADDED = (*_CHUNK_BOUNDS_NS, float("inf"))
+# flat-path codes per surface for SDK models, and + _RAW for decoded JSON (what our copies of the SDKs' ``__stream__``
+# pass: plain dicts, so no pydantic attribute protocol and no type lookups per field)
 _FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT, _FAST_COMPLETIONS = 1, 2, 3, 4
+_RAW = 4
+_RAW_RESPONSES, _RAW_MESSAGES, _RAW_CHAT = _FAST_RESPONSES + _RAW, _FAST_MESSAGES + _RAW, _FAST_CHAT + _RAW
+_SEQUENCED = frozenset({_FAST_RESPONSES, _RAW_RESPONSES})
 _FAST_BY_SURFACE = {
     names.RESPONSES: _FAST_RESPONSES,
     names.RESPONSES_WEBSOCKET: _FAST_RESPONSES,
@@ -252,15 +257,16 @@ class StreamTracker:
         self._anomaly_counts: dict[str, int] | None = None
         self._chunk_counts: list[int] | None = None  # time per output chunk: counts per bucket (sums derived)
         self._fast_code = _FAST_BY_SURFACE.get(start.surface, 0)
-        self._fast = 0  # = _fast_code while steady (see event())
+        self._fast = 0  # while steady: _fast_code, + _RAW when fed decoded JSON (see event())
 
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | None = None) -> None:
-        """One parsed event reached the caller. ``name`` is the SSE ``event:`` field when the layer sees it.
+        """One parsed event reached the caller: the decoded JSON it was built from, or the SDK's model of it. ``name``
+        is the SSE ``event:`` field when the layer sees it.
 
         Every statement here costs the caller on every event (on the order of 50 machine instructions per bytecode),
-        so the common case, an SDK model carrying a plain delta in order mid-stream, takes a flat path: it checks its
-        few fields inline, and any field that does not match sends the event to the general path (``_event``), which
+        so the common case, an event carrying a plain delta in order mid-stream, takes a flat path: it checks its few
+        fields inline, and any field that does not match sends the event to the general path (``_event``), which
         classifies it through the surface's protocol module. The flat path only records what cannot be derived later
         (consumer time and the chunk-time sums are computed at the end)."""
         now = self.clock()
@@ -268,33 +274,49 @@ class StreamTracker:
         if not fast:
             self._event(ev, name, now)
             return
-        # ``__dict__`` once per model, then subscripts: pydantic models define ``__getattr__``, so every attribute
-        # read on them takes CPython's slow path. The SDKs' models hold every declared field in ``__dict__``; a
-        # missing one, a dict (offline) or an odd object raises, and the general path decides.
         text = None
         try:
-            d = ev.__dict__
-            if fast == _FAST_MESSAGES:
-                if d["type"] == "content_block_delta":
-                    dd = d["delta"].__dict__
-                    if dd["type"] == "text_delta":
-                        text = dd["text"]
-            elif fast == _FAST_RESPONSES:
-                seq = d["sequence_number"]
-                if seq == self.seq_next and type(seq) is int and d["type"] in _RESPONSES_DELTA_TYPES:
-                    text = d["delta"]
-            else:  # chat or legacy completions: one choice, its text only, no finish, no usage, no error
-                choices = d["choices"]
-                if len(choices) == 1 and d["usage"] is None and "error" not in d:
-                    c = choices[0].__dict__
-                    if c["finish_reason"] is None and c["index"] == self.last_choice:
-                        text = c["delta"].__dict__["content"] if fast == _FAST_CHAT else c["text"]
-        except (AttributeError, KeyError, TypeError, IndexError):
+            if fast > _RAW:  # decoded JSON: optional keys may be absent
+                if fast == _RAW_MESSAGES:
+                    if ev.get("type") == "content_block_delta":
+                        dd = ev["delta"]
+                        if dd.get("type") == "text_delta":
+                            text = dd.get("text")
+                elif fast == _RAW_RESPONSES:
+                    seq = ev["sequence_number"]
+                    if seq == self.seq_next and type(seq) is int and ev["type"] in _RESPONSES_DELTA_TYPES:
+                        text = ev["delta"]
+                else:  # chat or legacy completions: one choice, its text only, no finish, no usage, no error
+                    choices = ev["choices"]
+                    if len(choices) == 1 and ev.get("usage") is None and ev.get("error") is None:
+                        c = choices[0]
+                        if c.get("finish_reason") is None and c.get("index", 0) == self.last_choice:
+                            text = c["delta"].get("content") if fast == _RAW_CHAT else c.get("text")
+            else:
+                # SDK models: ``__dict__`` once per model, then subscripts (pydantic models define ``__getattr__``, so
+                # every attribute read takes CPython's slow path). The SDKs' models hold every declared field there.
+                d = ev.__dict__
+                if fast == _FAST_MESSAGES:
+                    if d["type"] == "content_block_delta":
+                        dd = d["delta"].__dict__
+                        if dd["type"] == "text_delta":
+                            text = dd["text"]
+                elif fast == _FAST_RESPONSES:
+                    seq = d["sequence_number"]
+                    if seq == self.seq_next and type(seq) is int and d["type"] in _RESPONSES_DELTA_TYPES:
+                        text = d["delta"]
+                else:
+                    choices = d["choices"]
+                    if len(choices) == 1 and d["usage"] is None and "error" not in d:
+                        c = choices[0].__dict__
+                        if c["finish_reason"] is None and c["index"] == self.last_choice:
+                            text = c["delta"].__dict__["content"] if fast == _FAST_CHAT else c["text"]
+        except (AttributeError, KeyError, TypeError, IndexError):  # another shape: the general path decides
             text = None
         if not text or type(text) is not str:
             self._event(ev, name, now)
             return
-        if fast == _FAST_RESPONSES:
+        if fast in _SEQUENCED:
             self.seq_next += 1  # type: ignore[operator]
         tp = self.t_pull
         if tp:
@@ -353,7 +375,8 @@ class StreamTracker:
             self.others += 1
         # steady: a delta was seen, the answer is not over, every event reaches the caller
         steady = self.t_prev_delta and not self.terminal and not self.ended and self.client_filter_after is None
-        self._fast = self._fast_code if steady else 0
+        fast = self._fast_code
+        self._fast = (fast + _RAW if type(ev) is dict else fast) if steady and fast else 0
 
     def last_activity_ns(self) -> int:
         """When the stream last did something: its send, an event, ``[DONE]`` (the idle fallback counts from it)."""

@@ -182,6 +182,7 @@ class PrometheusSink:
             return
         child, parts = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
         if parts is None or len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
+            # prometheus_client changed its internals: the public API, one call per chunk
             for _, count, _, mean in merge:
                 for _ in range(count):
                     child.observe(mean)
@@ -248,6 +249,8 @@ def histogram_parts(child: Any) -> _HistogramParts | None:
     if len(bounds) != len(buckets) or not bounds or bounds[-1] != math.inf or not hasattr(total, "inc"):
         return None
     return bounds, buckets, total
+
+
 _port_warned = False
 
 

@@ -1,18 +1,21 @@
-"""The tracker's flat path (SDK models carrying a plain delta) must agree exactly with its general path.
+"""The tracker's flat path (events carrying a plain delta) must agree exactly with its general path.
 
-The same generated events go to two trackers: once as the SDKs' own models (built with their ``construct_type``, as
-the SDKs build them from the wire, so the flat path takes every event it can) and once as plain dicts (which only
-the general path classifies). Every field of the two reports must be equal, whatever the mix of plain deltas,
-near-misses (empty or non-string text, a finish reason, usage, a second choice, a sequence number
-out of order, another delta type) and gaps on either side of every time-per-chunk bound."""
+The same generated events go to three trackers: as decoded JSON (plain dicts, what our copies of the SDKs'
+``__stream__`` pass), as the SDKs' own models (built with their ``construct_type``, as the SDKs build them from the
+wire; the WebSocket and wrapped paths pass these), each taking the flat path wherever it can, and as plain dicts to a
+tracker whose flat path is off (only the general path classifies). Every field of the three reports must be equal,
+whatever the mix of plain deltas, near-misses (empty or non-string text, a finish reason, usage, a second choice, a
+sequence number out of order, another delta type) and gaps on either side of every time-per-chunk bound."""
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
 import anthropic._models as am
 import openai._models as om
+import pytest
 from anthropic.types import RawMessageStreamEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,14 +138,16 @@ def streams(draw: st.DrawFn) -> tuple[str, list[tuple[int, int, dict[str, Any]]]
     return surface, items
 
 
-def _run(surface: str, items: list[tuple[int, int, dict[str, Any]]], as_models: bool) -> Any:
+def _run(surface: str, items: list[tuple[int, int, dict[str, Any]]], feed: str) -> Any:
     now = [10**12]
     t = tr.StreamTracker(StreamStart(surface=surface, t_request_ns=now[0]), clock=lambda: now[0])
+    if feed == "general only":
+        t._fast_code = 0
     for wait, consumer, d in items:
         now[0] += consumer
         t.t_pull = now[0]
         now[0] += wait
-        t.event(_model(surface, d) if as_models else d, d.get("type"))
+        t.event(_model(surface, d) if feed == "models" else copy.deepcopy(d), d.get("type"))
     return t.end("eof")
 
 
@@ -150,21 +155,28 @@ def _run(surface: str, items: list[tuple[int, int, dict[str, Any]]], as_models: 
 @given(streams())
 def test_flat_path_reports_equal_general_path(stream: tuple[str, list[tuple[int, int, dict[str, Any]]]]) -> None:
     surface, items = stream
-    assert _run(surface, items, as_models=True) == _run(surface, items, as_models=False)
+    reference = _run(surface, items, "general only")
+    assert _run(surface, items, "json") == reference
+    assert _run(surface, items, "models") == reference
 
 
-def test_flat_path_is_taken_for_plain_deltas() -> None:
+@pytest.mark.parametrize("surface", sorted(KINDS))
+@pytest.mark.parametrize("as_models", [True, False])
+def test_flat_path_is_taken_for_plain_deltas(surface: str, as_models: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards the test above against comparing the general path with itself."""
-    for surface in KINDS:
-        t = tr.StreamTracker(StreamStart(surface=surface, t_request_ns=1), clock=lambda: 2)
-        for d in _start(surface):
-            t.event(_model(surface, d))
-        seq = len(_start(surface))
-        first = _model(surface, _responses("plain", "a", seq) if surface == names.RESPONSES else
-                       _messages("plain", "a") if surface == names.MESSAGES else
-                       _chat("plain", "a", legacy=surface == names.COMPLETIONS))  # fmt: skip
-        t.event(first)
-        assert t._fast, surface
+    t = tr.StreamTracker(StreamStart(surface=surface, t_request_ns=1), clock=lambda: 2)
+    seq = len(_start(surface))
+    plain = (_responses("plain", "a", seq) if surface == names.RESPONSES else
+             _messages("plain", "a") if surface == names.MESSAGES else
+             _chat("plain", "a", legacy=surface == names.COMPLETIONS))  # fmt: skip
+    for d in [*_start(surface), plain]:
+        t.event(_model(surface, d) if as_models else d)
+    assert t._fast, surface
+    monkeypatch.setattr(tr.StreamTracker, "_event", None)  # the next plain delta must not need the general path
+    t.event(_model(surface, _responses("plain", "b", seq + 1)) if as_models and surface == names.RESPONSES else
+            _responses("plain", "b", seq + 1) if surface == names.RESPONSES else
+            _model(surface, plain) if as_models else plain)  # fmt: skip
+    assert t.deltas == 2
 
 
 def test_at_most_one_bound_per_power_of_two() -> None:
