@@ -266,12 +266,13 @@ def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
                 if not sse.data:
                     continue
 
-                data = sse.json()  # (the SDK passes it on directly: kept to observe the plain dicts)
+                data = sse.json()  # (the SDK passes it on directly: named here for the tracker)
                 item = process_data(data=data, cast_to=cast_to, response=response)
                 try:
                     tracker.event(data)
                 except Exception as exc:
                     _guard.report("adapters.event", exc)
+                del data  # the SDK keeps no such local: not held while the caller holds the item
                 try:
                     yield item
                 except GeneratorExit:
@@ -339,12 +340,13 @@ async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIt
                 if not sse.data:
                     continue
 
-                data = sse.json()  # (the SDK passes it on directly: kept to observe the plain dicts)
+                data = sse.json()  # (the SDK passes it on directly: named here for the tracker)
                 item = process_data(data=data, cast_to=cast_to, response=response)
                 try:
                     tracker.event(data)
                 except Exception as exc:
                     _guard.report("adapters.event", exc)
+                del data  # the SDK keeps no such local: not held while the caller holds the item
                 try:
                     yield item
                 except GeneratorExit:
