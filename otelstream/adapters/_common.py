@@ -14,8 +14,9 @@ Lifecycle of one streamed call (both SDKs):
    reference watches the caller's object (``watch``), and the SDK's ``__stream__`` is observed (the only per-event
    code: a clock read, a ``t_pull`` store, one ``tracker.event``). When the SDK's ``__stream__`` is, to the
    character, a version we mirror, the adapter's copy of it with the observation written in runs *instead* of it
-   (``sdk_replica``): one generator per stream rather than the SDK's plus one or two of ours. Any other version is
-   wrapped by ``observe_sync`` / ``observe_async`` (and its raw SSE by the adapter's ``_iter_events`` tap).
+   (``sdk_replica``): one generator per stream rather than the SDK's plus one or two of ours, and the tracker reads
+   the decoded JSON of each event rather than the pydantic model built from it (plain dict lookups). Any other
+   version is wrapped by ``observe_sync`` / ``observe_async`` (and its raw SSE by the adapter's ``_iter_events`` tap).
 4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per DESIGN §2), the
    caller's close (seen at the body, when the caller is *not* inside a pull — a close during a pull is the SDK's own
    ``finally: response.close()``), the collection of the caller's object (``gc``), or ``http_error`` when the request

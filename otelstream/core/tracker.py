@@ -14,7 +14,7 @@ The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog
 
     tracker.t_pull = clock()        # the caller asks for the next event: a wait begins
     item = next(sdk_generator)
-    tracker.event(item, sse_name)   # the wait ends; the item is classified
+    tracker.event(item, sse_name)   # the wait ends; the item (or the decoded JSON it was built from) is classified
 """
 
 from __future__ import annotations
@@ -318,6 +318,7 @@ class StreamTracker:
             return
         if fast in _SEQUENCED:
             self.seq_next += 1  # type: ignore[operator]
+        # the wait accounting of _event, inline: a call per event would cost more than the accounting itself
         tp = self.t_pull
         if tp:
             self.t_pull = 0
