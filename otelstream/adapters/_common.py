@@ -456,6 +456,18 @@ def sdk_replica(wrapped: Any, known: dict[str, Replica]) -> Replica | None:
         return replica_of(func, known)
 
 
+def prepare_replica(known: dict[str, Replica]) -> Callable[[Any], object]:
+    """A patch's ``prepare``: decide at the SDK's import whether its ``__stream__`` runs as one of our copies."""
+    return functools.partial(replica_of, known=known)
+
+
+def wrapped_call(instance: Any) -> Call | None:
+    """The call of a stream whose SDK generator is wrapped (its raw SSE is tapped at ``_iter_events``); None when our
+    copy of ``__stream__`` sees the raw SSE itself, or the stream is not observed."""
+    call = call_on(instance)
+    return call if call is not None and call.observed == OBSERVED_WRAPPED else None
+
+
 def replica_of(func: Any, known: dict[str, Replica]) -> Replica | None:
     """``sdk_replica`` for the SDK's function itself; decided once per function (the patch's ``prepare`` decides it
     at the SDK's import, so that no stream pays for reading the source)."""

@@ -32,7 +32,7 @@ class Patch:
     path: str  # "Class.method"
     wrapper: Wrapper
     # called with the original attribute once it is wrapped: per-process work done at the import, not in a stream
-    prepare: Callable[[Any], None] | None = None
+    prepare: Callable[[Any], object] | None = None
 
 
 class Patcher:

@@ -373,9 +373,6 @@ _REPLICAS: dict[str, c.Replica] = {
     "7598f65f02ca73d523290107a2d1df19c672a182cb3eca563bfe5257a1314889": _stream_async,
 }
 
-def _prepare(original: Any) -> None:
-    c.replica_of(original, _REPLICAS)
-
 
 _stream = c.stream_wrapper(_take, classify, "anthropic.stream", _REPLICAS)
 
@@ -402,22 +399,15 @@ async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[
         yield sse
 
 
-def _tapped(instance: Any) -> c.Call | None:
-    """The call whose SDK generator is wrapped (its pings are counted here); None when our copy of ``__stream__``
-    counts them itself, or the stream is not observed."""
-    call = c.call_on(instance)
-    return call if call is not None and call.observed == c.OBSERVED_WRAPPED else None
-
-
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = _tapped(instance)
+    call = c.wrapped_call(instance)
     return gen if call is None else _pings_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = _tapped(instance)
+    call = c.wrapped_call(instance)
     return agen if call is None else _pings_async(agen, call)
 
 
@@ -428,8 +418,8 @@ PATCHES = (
     Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, _prepare),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, _prepare),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync),
     Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async),
 )

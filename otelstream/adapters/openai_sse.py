@@ -396,10 +396,6 @@ _REPLICAS: dict[str, c.Replica] = {
 }
 
 
-def _prepare(original: Any) -> None:
-    c.replica_of(original, _REPLICAS)
-
-
 _stream = c.stream_wrapper(_bind, classify, "openai.stream", _REPLICAS)
 
 
@@ -427,22 +423,15 @@ async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[An
         yield sse
 
 
-def _tapped(instance: Any) -> c.Call | None:
-    """The call whose SDK generator is wrapped (its raw SSE is tapped here); None when our copy of ``__stream__``
-    sees the SSE itself, or the stream is not observed."""
-    call = c.call_on(instance)
-    return call if call is not None and call.observed == c.OBSERVED_WRAPPED else None
-
-
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = _tapped(instance)
+    call = c.wrapped_call(instance)
     return gen if call is None else _raw_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = _tapped(instance)
+    call = c.wrapped_call(instance)
     return agen if call is None else _raw_async(agen, call)
 
 
@@ -464,8 +453,8 @@ PATCHES = (
     Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async),
     Patch("openai._client", "OpenAI._send_request", _send_sync),
     Patch("openai._client", "AsyncOpenAI._send_request", _send_async),
-    Patch("openai._streaming", "Stream.__stream__", _stream, _prepare),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, _prepare),
+    Patch("openai._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async),
     Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init),
