@@ -20,8 +20,8 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from otelstream import __version__, names
 from otelstream.core.report import StreamReport
+from otelstream.export import otel_direct
 from otelstream.export.handle import StreamHandle
-from otelstream.export.otel_bulk import BulkAdd, bulk_adder
 from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
 from otelstream.export.watchdog import Counts, LiveStreams
 
@@ -93,8 +93,8 @@ class OtelMetricsSink:
         self._i = instruments.instruments
         instruments.sources.add(live)
         self._live = live
-        self._adder: BulkAdd | None = None
-        self._adder_final = False
+        # Per instrument, the SDK fast path (otel_direct), or None where only the API may be used.
+        self._direct: dict[str, otel_direct.Direct | None] = {}
         # The label sets are bounded (capped models, closed enums): each one's attribute dict is built once and then
         # shared by every record (the SDK only reads it). Only the export thread uses this.
         self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
@@ -103,43 +103,51 @@ class OtelMetricsSink:
         self.instruments.sources.discard(self._live)
 
     def record(self, report: StreamReport, handle: StreamHandle) -> None:
-        i = self._i
         # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
         ctx = trace.set_span_in_context(handle.span)
         for family, label_values, value in points(report, handle.labels):
-            attrs = self._attributes(family, label_values)
-            if family in _COUNTERS:
-                i[family].add(int(value), attrs, context=ctx)
-            else:
-                i[family].record(value, attrs, context=ctx)
+            self._record(family, (family, label_values), int(value) if family in _COUNTERS else value, ctx)
         merge = list(chunk_merge(report))
         if merge:
-            hist = i[names.PROM_TIME_PER_OUTPUT_CHUNK]
-            attrs = self._attributes(names.PROM_TIME_PER_OUTPUT_CHUNK, handle.labels[:3])
-            add = self._chunk_adder()
-            # Each bucket's mean, count times (exact placement, count and sum): one real record (it carries the
-            # exemplar context), then the rest weighted when the SDK allows it (otel_bulk), else one record each.
+            family = names.PROM_TIME_PER_OUTPUT_CHUNK
+            key = (family, handle.labels[:3])
+            # Each bucket's mean, count times (exact placement, count and sum): one record (it carries the exemplar
+            # context), then the rest weighted when the SDK allows it (otel_direct), else one record each.
             for _, count, _, mean in merge:
-                hist.record(mean, attrs, context=ctx)
-                if count > 1 and (add is None or not add(mean, count - 1, attrs)):
-                    for _ in range(count - 1):
-                        hist.record(mean, attrs)
+                self._record(family, key, mean, ctx)
+                if count > 1:
+                    direct = self._fast(family)
+                    if direct is None or not direct.add(mean, count - 1, self._attributes(key), key):
+                        for _ in range(count - 1):
+                            self._i[family].record(mean, self._attributes(key))
 
-    def _attributes(self, family: str, label_values: tuple[str, ...]) -> dict[str, str]:
-        key = (family, label_values)
+    def _record(self, family: str, key: tuple[str, tuple[str, ...]], value: float, ctx: Any) -> None:
+        attrs = self._attributes(key)
+        direct = self._fast(family)
+        if direct is not None and direct.record(value, attrs, key, ctx):
+            return
+        if family in _COUNTERS:
+            self._i[family].add(value, attrs, context=ctx)
+        else:
+            self._i[family].record(value, attrs, context=ctx)
+
+    def _attributes(self, key: tuple[str, tuple[str, ...]]) -> dict[str, str]:
         attrs = self._attrs.get(key)
         if attrs is None:
-            attrs = self._attrs[key] = attributes(family, label_values)
+            attrs = self._attrs[key] = attributes(*key)
         return attrs
 
-    def _chunk_adder(self) -> BulkAdd | None:
-        add = self._adder
-        if add is None and not self._adder_final:
-            hist = self._i[names.PROM_TIME_PER_OUTPUT_CHUNK]
-            add = self._adder = bulk_adder(hist)
-            # the API's proxy instrument gets its SDK instrument only once a global provider is set: ask again later
-            self._adder_final = add is not None or getattr(hist, "_real_instrument", 0) is not None
-        return add
+    def _fast(self, family: str) -> otel_direct.Direct | None:
+        try:
+            return self._direct[family]
+        except KeyError:
+            pass
+        inst = self._i[family]
+        direct = otel_direct.direct(inst)
+        # the API's proxy instrument gets its SDK instrument only once a global provider is set: ask again later
+        if direct is not None or getattr(inst, "_real_instrument", 0) is not None:
+            self._direct[family] = direct
+        return direct
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
         self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, labels[:3]))
