@@ -21,6 +21,7 @@ from opentelemetry.util.types import AttributeValue
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.export import span_direct
 from otelstream.export.handle import ConnectionHandle, StreamHandle
 
 Attrs = dict[str, AttributeValue]
@@ -147,7 +148,7 @@ class SpanSink:
         span = handle.span
         if not span.is_recording():
             return
-        span.set_attributes(report_attributes(report, internal=handle.internal))
+        span_direct.set_attributes(span, report_attributes(report, internal=handle.internal))
         if handle.events_left > 0:
             self._add_events(report, handle)
         if report.is_bad:
@@ -243,7 +244,7 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
     if report.response_id:
         a[names.ATTR_RESPONSE_ID] = report.response_id
     if report.finish_reasons:
-        a[names.ATTR_RESPONSE_FINISH_REASONS] = list(report.finish_reasons)
+        a[names.ATTR_RESPONSE_FINISH_REASONS] = tuple(report.finish_reasons)  # what the SDK would store
     if report.is_bad:
         a[names.ATTR_ERROR_TYPE] = report.error_type or report.outcome
     if not internal:

@@ -1,0 +1,85 @@
+"""Span attributes from a report, set without the SDK cleaning each value again.
+
+``Span.set_attributes`` sends every value through the SDK's generic cleaning (type checks, sequences copied to tuples,
+truncation) and ``BoundedAttributes``' per-key bookkeeping: about 80 bytecodes per attribute, the largest part of
+what a span costs otelstream per stream. A report's attributes are already clean: strings, ints, floats, bools and
+tuples of strings, a couple of dozen of them. With the SDK's own span, no length limit on values and room below the
+count limit, ``set_attributes`` here adds them to the span's attribute dict under the span's and the dict's locks,
+which is what the SDK would store.
+
+Internals again, so it is used only after ``_self_check()`` has shown, on the installed SDK, that both ways give the
+same attributes and dropped count; any other span, limit or layout goes through ``span.set_attributes``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.util.types import AttributeValue
+
+_checked: list[bool] = []
+_check_lock = threading.Lock()
+
+
+def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
+    """``span.set_attributes(attributes)``; the values must be what the SDK's cleaning keeps unchanged."""
+    if not (usable() and _direct(span, attributes)):
+        span.set_attributes(attributes)
+
+
+def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
+    bounded = getattr(span, "_attributes", None)
+    if type(bounded) is not _bounded_type() or bounded.max_value_len is not None or bounded._immutable:
+        return False
+    with span._lock:
+        if span._end_time is not None:
+            return False  # the SDK warns about setting attributes on an ended span: let it
+        with bounded._lock:
+            values = bounded._dict
+            if bounded.maxlen is not None and len(values) + len(attributes) > bounded.maxlen:
+                return False  # the SDK drops the oldest and counts them
+            for key in attributes.keys() & values.keys():
+                del values[key]  # as the SDK does: a key set again moves to the end
+            values.update(attributes)
+    return True
+
+
+def _bounded_type() -> type | None:
+    try:
+        from opentelemetry.attributes import BoundedAttributes
+    except Exception:
+        return None
+    return BoundedAttributes
+
+
+def usable() -> bool:
+    if not _checked:
+        with _check_lock:
+            if not _checked:
+                try:
+                    ok = _self_check()
+                except Exception:
+                    ok = False
+                _checked.append(ok)
+    return _checked[0]
+
+
+def _self_check() -> bool:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("otelstream.selfcheck")
+    start = {"a": "x", "n": 1}
+    later: dict[str, AttributeValue] = {"n": 2, "f": 0.5, "b": True, "s": ("stop", "length"), "e": ""}
+    got = []
+    for fast in (False, True):
+        span: Any = tracer.start_span("s", attributes=start)
+        if fast:
+            if not _direct(span, later):
+                return False
+        else:
+            span.set_attributes(later)
+        span.end()
+        got.append((list(span.attributes.items()), span.dropped_attributes))
+    return got[0] == got[1]
