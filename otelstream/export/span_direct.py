@@ -30,7 +30,7 @@ def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
 
 
 def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
-    bounded = getattr(span, "_attributes", None)
+    bounded: Any = getattr(span, "_attributes", None)
     if type(bounded) is not _bounded_type() or bounded.max_value_len is not None or bounded._immutable:
         return False
     with span._lock:
@@ -70,7 +70,7 @@ def _self_check() -> bool:
     from opentelemetry.sdk.trace import TracerProvider
 
     tracer = TracerProvider().get_tracer("otelstream.selfcheck")
-    start = {"a": "x", "n": 1}
+    start: dict[str, AttributeValue] = {"a": "x", "n": 1}
     later: dict[str, AttributeValue] = {"n": 2, "f": 0.5, "b": True, "s": ("stop", "length"), "e": ""}
     got = []
     for fast in (False, True):
