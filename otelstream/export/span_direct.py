@@ -46,7 +46,7 @@ def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
     return True
 
 
-def _bounded_type() -> type | None:
+def _bounded_type() -> Any:
     try:
         from opentelemetry.attributes import BoundedAttributes
     except Exception:
