@@ -19,6 +19,11 @@ from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
+try:
+    from opentelemetry.attributes import BoundedAttributes as _BOUNDED
+except ImportError:  # another API layout: set_attributes always
+    _BOUNDED = None  # type: ignore[assignment,misc]
+
 _checked: list[bool] = []
 _check_lock = threading.Lock()
 
@@ -31,7 +36,7 @@ def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
 
 def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
     bounded: Any = getattr(span, "_attributes", None)
-    if type(bounded) is not _bounded_type() or bounded.max_value_len is not None or bounded._immutable:
+    if _BOUNDED is None or type(bounded) is not _BOUNDED or bounded.max_value_len is not None or bounded._immutable:
         return False
     with span._lock:
         if span._end_time is not None:
@@ -44,14 +49,6 @@ def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
                 del values[key]  # as the SDK does: a key set again moves to the end
             values.update(attributes)
     return True
-
-
-def _bounded_type() -> Any:
-    try:
-        from opentelemetry.attributes import BoundedAttributes
-    except Exception:
-        return None
-    return BoundedAttributes
 
 
 def usable() -> bool:
