@@ -22,12 +22,14 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections.abc import Callable
+from itertools import compress
+from operator import mul
 from typing import Any
 
 from otelstream import names
 from otelstream.core import protocols
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
-from otelstream.core.report import Anomaly, SequenceStats, Stall, StreamReport, StreamStart, Usage
+from otelstream.core.report import Anomaly, SequenceStats, Stall, StreamReport, StreamStart, Usage, assemble
 
 Clock = Callable[[], int]
 
@@ -60,6 +62,11 @@ _FIRST_BOUND_NS = _CHUNK_BOUNDS_NS[0]
 # places a gap of bit length k (tests/adapters/test_flat_path.py checks the premise and the result).
 _BOUNDS_BELOW_BITS = (0, *(sum(b < 1 << (k - 1) for b in _CHUNK_BOUNDS_NS) for k in range(1, 65)))
 _BOUNDS_PADDED = (*_CHUNK_BOUNDS_NS, float("inf"))
+# spread_sums: per bucket, its least value in integer ns (``le`` is inclusive) and how far above that a value can be
+_LEAST_NS = (0, *(b + 1 for b in _CHUNK_BOUNDS_NS))
+_ROOM_NS = tuple(b - least for b, least in zip(_CHUNK_BOUNDS_NS, _LEAST_NS, strict=False))
+_BUCKET_INDEXES = range(_N_CHUNK_BUCKETS)
+_OVERFLOW = _N_CHUNK_BUCKETS - 1
 # flat-path codes per surface for SDK models, and + _RAW for decoded JSON (what our copies of the SDKs' ``__stream__``
 # pass: plain dicts, so no pydantic attribute protocol and no type lookups per field)
 _FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT, _FAST_COMPLETIONS = 1, 2, 3, 4
@@ -78,18 +85,20 @@ _FAST_BY_SURFACE = {
 def spread_sums(counts: list[int], total: int) -> tuple[int, ...]:
     """Per-bucket sums (ns) for per-bucket counts whose overall sum is ``total``: each bucket's mean stays inside
     the bucket, so recording the mean ``count`` times keeps the count, the sum and the bucket placement exact.
-    The hot path keeps only counts; the total of the gaps between consecutive deltas is last - first delta."""
-    lows = (-1, *_CHUNK_BOUNDS_NS)  # a value in bucket i is > lows[i] (le is inclusive), in integer ns
-    sums = [c * (lows[i] + 1) for i, c in enumerate(counts)]
+    The hot path keeps only counts; the total of the gaps between consecutive deltas is last - first delta.
+
+    Each bucket starts at its least value per count, then the rest of ``total`` fills the non-empty buckets from the
+    first up to their bounds (the overflow bucket takes whatever is left). Loops run in C where they can: this runs
+    once per stream on the caller's thread."""
+    sums = list(map(mul, counts, _LEAST_NS))
     residual = total - sum(sums)
-    for i, c in enumerate(counts):
-        if residual <= 0:
-            break
-        if c:
-            room = c * (_CHUNK_BOUNDS_NS[i] - lows[i] - 1) if i < len(_CHUNK_BOUNDS_NS) else residual
-            add = min(room, residual)
+    if residual > 0:
+        for i in compress(_BUCKET_INDEXES, counts):  # the non-empty buckets, in order
+            add = residual if i == _OVERFLOW else min(counts[i] * _ROOM_NS[i], residual)
             sums[i] += add
             residual -= add
+            if residual <= 0:
+                break
     return tuple(sums)
 
 
@@ -647,58 +656,69 @@ class StreamTracker:
         counts = self._anomaly_counts
         chunk_counts = self._chunk_counts or [0] * _N_CHUNK_BUCKETS
         chunk_total = self.t_prev_delta - self.t_first_delta if self.t_first_delta else 0
-        return StreamReport(
-            surface=self.surface,
-            provider=start.provider,
-            outcome=outcome,
-            request_model=start.request_model,
-            response_model=self.response_model,
-            response_id=self.response_id,
-            request_id=self.request_id,
-            stream_id=start.stream_id,
-            server_address=start.server_address,
-            server_port=start.server_port,
-            api_type=start.api_type,
-            abandoned_reason=abandoned_reason,
-            error_type=error_type if outcome in names.BAD_OUTCOMES else self.error_type,
-            finish_reasons=tuple(self.finish_reasons),
-            resumed=start.resumed or self.starting_after is not None or self.client_filter_after is not None,
-            retries=self.retries,
-            t_request_ns=t0,
-            t_end_ns=max(t_end, t0),
-            time_to_first_event_ns=self.t_first_event - t0 if self.t_first_event else None,
-            time_to_first_delta_ns=self.t_first_delta - t0 if self.t_first_delta else None,
-            max_wait_ns=max(0, self.max_wait_ns),
-            wait_ns=max(0, self.wait_ns),  # never negative, even with an injected clock that went backwards
-            consumer_ns=max(0, self.consumer_ns),
-            events=self.events,
-            deltas=self.deltas,
-            keepalives=self.keepalives,
-            done_sentinel=self.done_seen,
-            sequence=SequenceStats(
-                first=self.seq_first,
-                last=self.last_sequence(),
-                gaps=self.seq_gaps,
-                skipped=self.seq_skipped,
-                duplicates=self.seq_duplicates,
-                out_of_order=self.seq_out_of_order,
-                bad_start=self.seq_bad_start,
-                missing=self.seq_missing,
-            ),
-            usage=Usage(
-                input_tokens=self.usage_input,
-                output_tokens=self.usage_output,
-                cache_read_input_tokens=self.usage_cache_read,
-                cache_write_input_tokens=self.usage_cache_write,
-                reasoning_output_tokens=self.usage_reasoning,
-            ),
-            usage_requested=bool(self.usage_requested),
-            anomalies=tuple(self._anomalies or ()),
-            anomaly_counts=tuple(sorted(counts.items())) if counts else (),
-            stalls=tuple(self._stalls or ()),
-            stall_count=self.stall_count,
-            chunk_counts=tuple(chunk_counts),
-            chunk_sums_ns=spread_sums(chunk_counts, chunk_total),
+        sequence = assemble(
+            SequenceStats,
+            {
+                "first": self.seq_first,
+                "last": self.last_sequence(),
+                "gaps": self.seq_gaps,
+                "skipped": self.seq_skipped,
+                "duplicates": self.seq_duplicates,
+                "out_of_order": self.seq_out_of_order,
+                "bad_start": self.seq_bad_start,
+                "missing": self.seq_missing,
+            },
+        )
+        usage = assemble(
+            Usage,
+            {
+                "input_tokens": self.usage_input,
+                "output_tokens": self.usage_output,
+                "cache_read_input_tokens": self.usage_cache_read,
+                "cache_write_input_tokens": self.usage_cache_write,
+                "reasoning_output_tokens": self.usage_reasoning,
+            },
+        )
+        return assemble(
+            StreamReport,
+            {
+                "surface": self.surface,
+                "provider": start.provider,
+                "outcome": outcome,
+                "request_model": start.request_model,
+                "response_model": self.response_model,
+                "response_id": self.response_id,
+                "request_id": self.request_id,
+                "stream_id": start.stream_id,
+                "server_address": start.server_address,
+                "server_port": start.server_port,
+                "api_type": start.api_type,
+                "abandoned_reason": abandoned_reason,
+                "error_type": error_type if outcome in names.BAD_OUTCOMES else self.error_type,
+                "finish_reasons": tuple(self.finish_reasons),
+                "resumed": start.resumed or self.starting_after is not None or self.client_filter_after is not None,
+                "retries": self.retries,
+                "t_request_ns": t0,
+                "t_end_ns": max(t_end, t0),
+                "time_to_first_event_ns": self.t_first_event - t0 if self.t_first_event else None,
+                "time_to_first_delta_ns": self.t_first_delta - t0 if self.t_first_delta else None,
+                "max_wait_ns": max(0, self.max_wait_ns),
+                "wait_ns": max(0, self.wait_ns),  # never negative, even with an injected clock that went backwards
+                "consumer_ns": max(0, self.consumer_ns),
+                "events": self.events,
+                "deltas": self.deltas,
+                "keepalives": self.keepalives,
+                "done_sentinel": self.done_seen,
+                "sequence": sequence,
+                "usage": usage,
+                "usage_requested": bool(self.usage_requested),
+                "anomalies": tuple(self._anomalies or ()),
+                "anomaly_counts": tuple(sorted(counts.items())) if counts else (),
+                "stalls": tuple(self._stalls or ()),
+                "stall_count": self.stall_count,
+                "chunk_counts": tuple(chunk_counts),
+                "chunk_sums_ns": spread_sums(chunk_counts, chunk_total),
+            },
         )
 
 

@@ -7,6 +7,8 @@ are exercised.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import itertools
 import os
 from typing import Any
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from otelstream import names
 from otelstream.core.report import StreamStart
-from otelstream.core.tracker import END_REASONS, StreamTracker
+from otelstream.core.tracker import _CHUNK_BOUNDS_NS, END_REASONS, StreamTracker, spread_sums
 
 # OTELSTREAM_HYPOTHESIS_EXAMPLES=4000 for a longer hunt (4 000 examples ran clean, about 90 s)
 SETTINGS = settings(
@@ -151,6 +153,10 @@ def test_any_input_exactly_one_wellformed_report(
     if report.outcome in names.BAD_OUTCOMES:
         assert report.error_type
     report.to_json()  # serialisable without error
+    # the tracker assembles its report without the generated __init__ (report.assemble): every field, same object
+    for obj in (report, report.sequence, report.usage):
+        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        assert vars(obj) == values and obj == type(obj)(**values) and hash(obj) == hash(type(obj)(**values))
 
 
 @SETTINGS
@@ -198,3 +204,25 @@ def test_memory_bounded_whatever_the_length(surface: str, pool: list[dict[str, A
     assert len(t.finish_reasons) <= 128 and len(t._stalls or ()) <= names.MAX_RECORDED_STALLS
     assert t.seq_window < 2**64
     assert t.end("eof") is not None
+
+
+around_bounds = st.sampled_from(_CHUNK_BOUNDS_NS).flatmap(lambda b: st.integers(b - 2, b + 2))
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(0, 2**42), around_bounds), max_size=80))
+def test_spread_sums_keep_count_sum_and_placement(gaps: list[int]) -> None:
+    """Per-bucket sums from counts and their total: the total is kept, and each bucket's mean lies in the bucket."""
+    counts = [0] * (len(_CHUNK_BOUNDS_NS) + 1)
+    for g in gaps:
+        counts[bisect.bisect_left(_CHUNK_BOUNDS_NS, g)] += 1
+    sums = spread_sums(counts, sum(gaps))
+    assert sum(sums) == sum(gaps)
+    for i, (c, s) in enumerate(zip(counts, sums, strict=True)):
+        if not c:
+            assert s == 0
+            continue
+        low = _CHUNK_BOUNDS_NS[i - 1] if i else -1
+        assert low * c < s  # every value of the bucket is above the previous bound ...
+        if i < len(_CHUNK_BOUNDS_NS):
+            assert s <= _CHUNK_BOUNDS_NS[i] * c  # ... and at most its own (le is inclusive)
