@@ -29,6 +29,7 @@ from typing import Any
 
 _Attrs = Mapping[str, str]
 _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for good (delta reader)
+_new = object.__new__
 
 _checked: list[bool] = []  # [result] once the self-check ran (per process)
 _check_lock = threading.Lock()
@@ -41,17 +42,7 @@ def _internals() -> tuple[type, Any, type] | None:
         from opentelemetry.sdk.metrics._internal.measurement import Measurement
     except Exception:  # another SDK version or layout: plain records
         return None
-
-    class _Clean(Measurement):  # type: ignore[misc]
-        """A Measurement whose attributes are already clean (ours are a fixed dict of strings): the SDK's
-        ``__post_init__`` would copy and re-validate them on every record."""
-
-        __slots__ = ()
-
-        def __post_init__(self) -> None:
-            pass
-
-    return _ExplicitBucketHistogramAggregation, _hash_attributes, _Clean
+    return _ExplicitBucketHistogramAggregation, _hash_attributes, Measurement
 
 
 class Direct:
@@ -75,7 +66,12 @@ class Direct:
         if not aggregations:
             return False
         now = time_ns()
-        measurement = self._measurement(value, now, self._instrument, context, attributes)
+        # A frozen dataclass: its __init__ would set each field through object.__setattr__ and then copy and clean
+        # the attributes again (ours are a fixed dict of strings); its instance dict is written once instead.
+        measurement = _new(self._measurement)
+        measurement.__dict__.update(
+            value=value, time_unix_nano=now, instrument=self._instrument, context=context, attributes=attributes
+        )
         sample = self._filter.should_sample(value, now, attributes, context)
         for aggregation in aggregations:
             aggregation.aggregate(measurement, sample)
