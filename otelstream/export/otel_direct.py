@@ -68,7 +68,7 @@ class Direct:
         now = time_ns()
         # A frozen dataclass: its __init__ would set each field through object.__setattr__ and then copy and clean
         # the attributes again (ours are a fixed dict of strings); its instance dict is written once instead.
-        measurement = _new(self._measurement)
+        measurement: Any = _new(self._measurement)
         measurement.__dict__.update(
             value=value, time_unix_nano=now, instrument=self._instrument, context=context, attributes=attributes
         )

@@ -7,6 +7,7 @@ import math
 import random
 from typing import Any
 
+import exporthelpers
 import pytest
 from exporthelpers import Clock, run_stream
 from opentelemetry import trace
@@ -17,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
-from otelstream.export import otel_direct
+from otelstream.export import otel_direct, span_direct
 
 CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 
@@ -43,6 +44,12 @@ def all_points(reader: InMemoryMetricReader) -> list[tuple[Any, ...]]:
 
 
 def feed(p: Any, clock: Clock, between: Any = None) -> None:
+    def run_stream(*a: Any, **k: Any) -> None:
+        # one stream at a time: span ids (caller's thread) and exemplar choices (export thread) draw from one random
+        # sequence, so the order of the draws must not depend on thread timing
+        exporthelpers.run_stream(*a, **k)
+        assert p.flush(5.0)
+
     bounds = names.TIME_PER_CHUNK_BUCKETS
     counts = [0] * (len(bounds) + 1)
     sums = [0] * (len(bounds) + 1)
@@ -72,7 +79,9 @@ def collect(make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch, *
     with monkeypatch.context() as m:
         if not fast:
             m.setattr(otel_direct, "direct", lambda inst: None)
-        # The same random sequence in both runs: the same trace and span ids, the same reservoir choices.
+        # The same random sequence in both runs: the same trace and span ids, the same reservoir choices (the
+        # self-checks draw too, once per process: before the seed)
+        assert otel_direct.usable() and span_direct.usable()
         random.seed(20261201)
         reader = InMemoryMetricReader(**provider_kw.pop("reader_kw", {}))
         mp = MeterProvider(metric_readers=[reader], **provider_kw)
