@@ -239,7 +239,8 @@ def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
         prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--instr-atstart={'no' if toggle else 'yes'}",
                   f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
         res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(specs), "--warmup", "2",
-                          "--prewarm", str(a.cg_prewarm)], timeout=1800, prefix=prefix)  # fmt: skip
+                          "--prewarm", str(a.cg_prewarm), "--watchdog-s", str(a.cg_watchdog_s)],
+                         timeout=1800, prefix=prefix)  # fmt: skip
         if "error" in res:
             return {f"{s}|{m}": res for s, m in phases}
         got: dict = {}
@@ -321,7 +322,7 @@ def cg_collect(a, per_cfg: dict) -> dict:
     return {"rows": rows, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
             "short_streams": a.cg_short_streams, "ref_events": a.ref_events,
             "instrumentation": "whole process" if a.cg_instr_all else "warm-up + measured phases",
-            "prewarm": a.cg_prewarm}  # fmt: skip
+            "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s}  # fmt: skip
 
 
 # --- memory ----------------------------------------------------------------------------------------------
@@ -530,6 +531,9 @@ def main() -> None:
                    help="also callgrind the peers (sync only)")
     p.add_argument("--cg-prewarm", type=int, default=10,
                    help="callgrind: uninstrumented streams per surface and mode before any measured phase")
+    p.add_argument("--cg-watchdog-s", type=float, default=3600.0,
+                   help="callgrind: the watchdog's interval (its cost is per second of wall time, not per event: "
+                        "under valgrind's slowdown a 1 s tick lands on ~50x fewer events; measured by the scale stage)")
     p.add_argument("--cg-instr-all", action="store_true",
                    help="callgrind: instrument the whole process (slow), not just warm-ups + measured phases")
     p.add_argument("--jobs", type=int, default=2, help="callgrind + memory processes at a time")

@@ -427,7 +427,10 @@ def main() -> None:
     p.add_argument("--pause", type=float, default=0.5)
     p.add_argument("--phases", default="", help="cg: surface:mode,… measured one after another in this process")
     p.add_argument("--prewarm", type=int, default=10, help="cg: uninstrumented streams per surface and mode first")
+    p.add_argument("--watchdog-s", type=float, help="the watchdog's interval (default: OTELSTREAM_WATCHDOG_INTERVAL_S, 1)")
     a = p.parse_args()
+    if a.watchdog_s is not None:
+        os.environ["OTELSTREAM_WATCHDOG_INTERVAL_S"] = str(a.watchdog_s)
     os.environ.setdefault("OTELSTREAM_WATCHDOG_INTERVAL_S", "1")
     out = {"cmd": a.cmd, "config": a.config, "surface": a.surface, "mode": a.mode}
     out.update({"time": cmd_time, "cg": cmd_cg, "memory": cmd_memory, "ttfd": cmd_ttfd}[a.cmd](a))
