@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from otelstream import __version__, names
+from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport
 from otelstream.export import otel_direct
 from otelstream.export.handle import StreamHandle
@@ -115,21 +115,38 @@ class OtelMetricsSink:
             # context), then the rest weighted when the SDK allows it (otel_direct), else one record each.
             for _, count, _, mean in merge:
                 self._record(family, key, mean, ctx)
-                if count > 1:
-                    direct = self._fast(family)
-                    if direct is None or not direct.add(mean, count - 1, self._attributes(key), key):
-                        for _ in range(count - 1):
-                            self._i[family].record(mean, self._attributes(key))
+                if count > 1 and not self._add(family, key, mean, count - 1):
+                    for _ in range(count - 1):
+                        self._i[family].record(mean, self._attributes(key))
 
     def _record(self, family: str, key: tuple[str, tuple[str, ...]], value: float, ctx: Any) -> None:
         attrs = self._attributes(key)
         direct = self._fast(family)
-        if direct is not None and direct.record(value, attrs, key, ctx):
-            return
+        if direct is not None:
+            try:
+                if direct.record(value, attrs, key, ctx):
+                    return
+            except Exception as exc:
+                self._direct_failed(family, exc)
         if family in _COUNTERS:
             self._i[family].add(value, attrs, context=ctx)
         else:
             self._i[family].record(value, attrs, context=ctx)
+
+    def _add(self, family: str, key: tuple[str, tuple[str, ...]], value: float, count: int) -> bool:
+        direct = self._fast(family)
+        if direct is None:
+            return False
+        try:
+            return direct.add(value, count, self._attributes(key), key)
+        except Exception as exc:
+            self._direct_failed(family, exc)
+            return False
+
+    def _direct_failed(self, family: str, exc: Exception) -> None:
+        # not the SDK the self-check saw: the API from now on for this instrument
+        self._direct[family] = None
+        _guard.report("export.otel_direct", exc)
 
     def _attributes(self, key: tuple[str, tuple[str, ...]]) -> dict[str, str]:
         attrs = self._attrs.get(key)

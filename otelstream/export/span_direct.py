@@ -19,6 +19,8 @@ from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
+from otelstream import _guard
+
 try:
     from opentelemetry.attributes import BoundedAttributes as _BOUNDED
 except ImportError:  # another API layout: set_attributes always
@@ -30,8 +32,13 @@ _check_lock = threading.Lock()
 
 def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
     """``span.set_attributes(attributes)``; the values must be what the SDK's cleaning keeps unchanged."""
-    if not (usable() and _direct(span, attributes)):
-        span.set_attributes(attributes)
+    try:
+        if usable() and _direct(span, attributes):
+            return
+    except Exception as exc:  # not the SDK the self-check saw: set_attributes from now on (it repairs this span)
+        _checked[:] = [False]
+        _guard.report("export.span_direct", exc)
+    span.set_attributes(attributes)
 
 
 def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:

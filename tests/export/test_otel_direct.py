@@ -16,9 +16,9 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMet
 from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
 from prometheus_client import CollectorRegistry
 
-from otelstream import names
+from otelstream import _guard, names
 from otelstream.core.report import SequenceStats, Usage
-from otelstream.export import otel_direct, span_direct
+from otelstream.export import otel_direct, otel_metrics, span_direct
 
 CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 
@@ -202,3 +202,24 @@ def test_weighted_add_equals_records() -> None:
         got.append([p[2] for p in all_points(reader)])
         mp.shutdown()
     assert got[0] == got[1] == [(7, 6.53, (3, 1, 3), 0.01, 2.0)]
+
+
+def test_a_failing_direct_path_falls_back_to_the_api(
+    make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SDK the self-check did not foresee makes ``Direct`` raise: the error is reported, the API records instead
+    (the same points), and that instrument stays on the API."""
+    expected = collect(make_pipeline, clock, monkeypatch, fast=False)
+
+    def broken(*a: Any, **k: Any) -> bool:
+        raise AttributeError("_attributes_aggregation")
+
+    monkeypatch.setattr(otel_direct.Direct, "record", broken)
+    monkeypatch.setattr(otel_direct.Direct, "add", broken)
+    monkeypatch.delenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", raising=False)
+    errors = len(_guard.errors)
+    assert collect(make_pipeline, clock, monkeypatch, fast=True) == expected
+    reported = _guard.errors[errors:]
+    del _guard.errors[errors:]
+    assert reported and {where for where, _ in reported} == {"export.otel_direct"}
+    assert len(reported) <= len(otel_metrics.SPECS)  # once per instrument, then the API only

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelstream import names
+from otelstream import _guard, names
 from otelstream.core.report import Anomaly, Usage
 from otelstream.export import span_direct
 
@@ -94,3 +94,19 @@ def test_ended_span_and_foreign_span_go_through_their_own_set_attributes() -> No
 
     span_direct.set_attributes(Foreign(trace.INVALID_SPAN_CONTEXT), {"n": 1})
     assert seen == [{"n": 1}]
+
+
+def test_a_failing_direct_path_falls_back_to_set_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(span: Any, attributes: Any) -> bool:
+        raise AttributeError("_dict")
+
+    monkeypatch.setattr(span_direct, "_direct", broken)
+    monkeypatch.setattr(span_direct, "_checked", [True])
+    monkeypatch.delenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", raising=False)
+    errors = len(_guard.errors)
+    span: Any = TracerProvider().get_tracer("t").start_span("s", attributes={"a": "x"})
+    span_direct.set_attributes(span, {"n": 1, "s": ("stop",)})
+    assert dict(span.attributes) == {"a": "x", "n": 1, "s": ("stop",)}
+    assert [where for where, _ in _guard.errors[errors:]] == ["export.span_direct"]
+    del _guard.errors[errors:]
+    assert not span_direct.usable()  # set_attributes from now on
