@@ -68,6 +68,19 @@ class Setup:
     registry: Any = None  # prometheus CollectorRegistry (otelstream)
     tracer_provider: Any = None
     meter_provider: Any = None
+    instrument_kwargs: dict[str, Any] = field(default_factory=dict)  # otelstream: what instrument() was given
+
+    def uninstrument(self) -> None:
+        """otelstream only: back to the plain SDK in this process (its telemetry flushed first)."""
+        import otelstream
+
+        otelstream.flush(timeout=30.0)
+        otelstream.uninstrument()
+
+    def reinstrument(self) -> None:
+        import otelstream
+
+        otelstream.instrument(**self.instrument_kwargs)
 
     def flush(self) -> None:
         if self.config in OURS:
@@ -139,13 +152,14 @@ def setup(config: str, surface: str | list[str], *, tracing: bool = True) -> Set
         s.registry = CollectorRegistry()
         if tracing and config == "otelstream-default":
             s.spans, s.tracer_provider, _, _ = _otel(global_too=False)
-            otelstream.instrument(tracer_provider=s.tracer_provider, registry=s.registry)
+            s.instrument_kwargs = {"tracer_provider": s.tracer_provider, "registry": s.registry}
         elif tracing:
             s.spans, s.tracer_provider, s.reader, s.meter_provider = _otel(global_too=False)
-            otelstream.instrument(tracer_provider=s.tracer_provider, meter_provider=s.meter_provider,
-                                  registry=s.registry)  # fmt: skip
+            s.instrument_kwargs = {"tracer_provider": s.tracer_provider, "meter_provider": s.meter_provider,
+                                   "registry": s.registry}  # fmt: skip
         else:
-            otelstream.instrument(registry=s.registry)
+            s.instrument_kwargs = {"registry": s.registry}
+        otelstream.instrument(**s.instrument_kwargs)
         return s
     s.spans, s.tracer_provider, s.reader, s.meter_provider = _otel(global_too=True)
     kw = {"tracer_provider": s.tracer_provider, "meter_provider": s.meter_provider, "skip_dep_check": True}

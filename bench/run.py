@@ -238,31 +238,36 @@ def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
     try:
         prefix = ["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--instr-atstart={'no' if toggle else 'yes'}",
                   f"--callgrind-out-file={out}/cg.%p"]  # fmt: skip
+        paired = a.cg_paired and cfg in configs.OURS
         res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(specs), "--warmup", "2",
-                          "--prewarm", str(a.cg_prewarm), "--watchdog-s", str(a.cg_watchdog_s)],
-                         timeout=1800, prefix=prefix)  # fmt: skip
+                          "--prewarm", str(a.cg_prewarm), "--watchdog-s", str(a.cg_watchdog_s),
+                          *(["--paired"] if paired else [])], timeout=2400, prefix=prefix)  # fmt: skip
         if "error" in res:
             return {f"{s}|{m}": res for s, m in phases}
         got: dict = {}
+        step = 4 if paired else 2  # dumps per phase: warm-up + measured (+ the uninstrumented twin's two)
         for k, ph in enumerate(res["phases"]):
-            files = glob.glob(f"{out}/cg.*.{2 * k + 2}")
             key = f"{ph['surface']}|{ph['mode']}"
-            if not files:
-                hint = " (callgrind client requests failed: try --cg-instr-all)" if toggle else ""
-                got[key] = {"error": f"no dump {2 * k + 2}{hint}"}
-                continue
-            with open(files[0]) as f:
-                totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
             slot = "short" if ph["deltas"] == a.cg_short and k % 2 == 0 else "long"
-            got.setdefault(key, {})[slot] = {"ir": totals[0], **ph}
+            for dump, name in ((step * k + 2, slot), (step * k + 4, slot + "_off")) if paired else ((2 * k + 2, slot),):
+                files = glob.glob(f"{out}/cg.*.{dump}")
+                if not files:
+                    hint = " (callgrind client requests failed: try --cg-instr-all)" if toggle else ""
+                    got[key] = {"error": f"no dump {dump}{hint}"}
+                    break
+                with open(files[0]) as f:
+                    totals = [int(ln.split()[1]) for ln in f if ln.startswith("totals:")]
+                events = ph["events_off"] if name.endswith("_off") else ph["events"]
+                got.setdefault(key, {})[name] = {"ir": totals[0], **ph, "events": events}
         return got
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _split(r: dict) -> tuple[float, float]:
-    """(fixed Ir per stream, marginal Ir per event) from the short and long phases."""
-    s, lg = r["short"], r["long"]
+def _split(r: dict, off: str = "") -> tuple[float, float]:
+    """(fixed Ir per stream, marginal Ir per event) from the short and long phases (``off="_off"``: their
+    uninstrumented twins)."""
+    s, lg = r["short" + off], r["long" + off]
     ps_s, ps_l = s["ir"] / s["streams"], lg["ir"] / lg["streams"]
     ev_s, ev_l = s["events"] / s["streams"], lg["events"] / lg["streams"]
     marginal = (ps_l - ps_s) / (ev_l - ev_s)
@@ -282,7 +287,7 @@ def cg_jobs(a, avail: dict) -> list[tuple[float, str, object]]:
         modes = MODES if cfg in ("baseline", "otelstream-default") else ("sync",)
         phases = [(s, m) for s in a.surfaces for m in modes if applicable(cfg, s, avail)]
         if phases:
-            weight = 15 + 5 * len(phases)  # ≈ seconds on an idle 2-core machine: start-up + 2 phases per pair
+            weight = 15 + 5 * len(phases) * (2 if a.cg_paired and cfg in configs.OURS else 1)  # ≈ s, idle 2 cores
             jobs.append((weight, f"callgrind {cfg}", lambda cfg=cfg, phases=phases: ("cg", cfg, cg_one(cfg, phases, a))))
     return jobs
 
@@ -319,10 +324,21 @@ def cg_collect(a, per_cfg: dict) -> dict:
                              "added_fixed_ir_per_stream": fixed - b_fixed,
                              "spans": lg["spans"] + r["short"]["spans"],
                              "produced": cfg == "baseline" or lg["spans"] > 0})  # fmt: skip
+                if "long_off" in r and "short_off" in r:
+                    # the verdict for otelstream: against its uninstrumented twin in the same process; the figures
+                    # against the baseline process stay, as cross_*
+                    row = rows[-1]
+                    for name in ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream"):
+                        row["cross_" + name] = row[name]
+                    off_fixed, off_marg = _split(r, "_off")
+                    row.update({"paired": True, "added_marginal_ir_per_event": marg - off_marg,
+                                "added_fixed_ir_per_stream": fixed - off_fixed,
+                                "added_ir_per_event": (marg - off_marg) + (fixed - off_fixed) / a.ref_events,
+                                "off_ir_per_event": r["long_off"]["ir"] / r["long_off"]["events"]})  # fmt: skip
     return {"rows": rows, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
             "short_streams": a.cg_short_streams, "ref_events": a.ref_events,
             "instrumentation": "whole process" if a.cg_instr_all else "warm-up + measured phases",
-            "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s}  # fmt: skip
+            "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s, "paired": a.cg_paired}  # fmt: skip
 
 
 # --- memory ----------------------------------------------------------------------------------------------
@@ -531,6 +547,9 @@ def main() -> None:
                    help="also callgrind the peers (sync only)")
     p.add_argument("--cg-prewarm", type=int, default=10,
                    help="callgrind: uninstrumented streams per surface and mode before any measured phase")
+    p.add_argument("--cg-paired", action=argparse.BooleanOptionalAction, default=True,
+                   help="callgrind: measure otelstream against its own uninstrumented twin phases in the same process "
+                        "(the baseline process stays for the peers and as cross_* figures)")
     p.add_argument("--cg-watchdog-s", type=float, default=3600.0,
                    help="callgrind: the watchdog's interval (its cost is per second of wall time, not per event: "
                         "under valgrind's slowdown a 1 s tick lands on ~50x fewer events; measured by the scale stage)")
