@@ -21,18 +21,16 @@ False having recorded nothing, and the caller uses the API: slower, never differ
 from __future__ import annotations
 
 import math
-import threading
 from bisect import bisect_left
 from collections.abc import Hashable, Mapping
 from time import time_ns
 from typing import Any
 
+from otelstream.export.selfcheck import SelfCheck
+
 _Attrs = Mapping[str, str]
 _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for good (delta reader)
 _new = object.__new__
-
-_checked: list[bool] = []  # [result] once the self-check ran (per process)
-_check_lock = threading.Lock()
 
 
 def _internals() -> tuple[type, Any, type] | None:
@@ -149,19 +147,6 @@ def _direct(instrument: Any) -> Direct | None:
     return Direct(real, consumer, exemplar_filter, internals)
 
 
-def usable() -> bool:
-    """Whether the direct paths match plain API calls on the installed SDK (checked once per process)."""
-    if not _checked:
-        with _check_lock:
-            if not _checked:
-                try:
-                    ok = _self_check()
-                except Exception:
-                    ok = False
-                _checked.append(ok)
-    return _checked[0]
-
-
 def _self_check() -> bool:
     """A histogram and a counter, each through the API and through ``Direct``, inside a sampled span: the
     collected points must be equal, exemplars included (their timestamps aside)."""
@@ -221,3 +206,7 @@ def _point(p: Any) -> tuple[Any, ...]:
     if histogram:
         return (p.count, p.sum, tuple(p.bucket_counts), p.min, p.max, dict(p.attributes or {}), exemplars)
     return (p.value, dict(p.attributes or {}), exemplars)
+
+
+# whether the direct paths give what the API gives on the installed SDK (checked once per process)
+usable = SelfCheck(_self_check)

@@ -13,21 +13,18 @@ same attributes and dropped count; any other span, limit or layout goes through 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
 from otelstream import _guard
+from otelstream.export.selfcheck import SelfCheck
 
 try:
     from opentelemetry.attributes import BoundedAttributes as _BOUNDED
 except ImportError:  # another API layout: set_attributes always
     _BOUNDED = None  # type: ignore[assignment,misc]
-
-_checked: list[bool] = []
-_check_lock = threading.Lock()
 
 
 def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
@@ -36,7 +33,7 @@ def set_attributes(span: Any, attributes: Mapping[str, AttributeValue]) -> None:
         if usable() and _direct(span, attributes):
             return
     except Exception as exc:  # not the SDK the self-check saw: set_attributes from now on (it repairs this span)
-        _checked[:] = [False]
+        usable.disable()
         _guard.report("export.span_direct", exc)
     span.set_attributes(attributes)
 
@@ -56,18 +53,6 @@ def _direct(span: Any, attributes: Mapping[str, AttributeValue]) -> bool:
                 del values[key]  # as the SDK does: a key set again moves to the end
             values.update(attributes)
     return True
-
-
-def usable() -> bool:
-    if not _checked:
-        with _check_lock:
-            if not _checked:
-                try:
-                    ok = _self_check()
-                except Exception:
-                    ok = False
-                _checked.append(ok)
-    return _checked[0]
 
 
 def _self_check() -> bool:
@@ -95,3 +80,7 @@ def _self_check() -> bool:
         span.end()
         got.append((list(span.attributes.items()), span.dropped_attributes))
     return got[0] == got[1]
+
+
+# whether the direct paths give what the API gives on the installed SDK (checked once per process)
+usable = SelfCheck(_self_check)

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelstream import _guard, names
 from otelstream.core.report import Anomaly, Usage
 from otelstream.export import span_direct
+from otelstream.export.selfcheck import SelfCheck
 
 REPORTS: list[dict[str, Any]] = [
     {},
@@ -101,7 +102,7 @@ def test_a_failing_direct_path_falls_back_to_set_attributes(monkeypatch: pytest.
         raise AttributeError("_dict")
 
     monkeypatch.setattr(span_direct, "_direct", broken)
-    monkeypatch.setattr(span_direct, "_checked", [True])
+    monkeypatch.setattr(span_direct, "usable", SelfCheck(lambda: True))
     monkeypatch.delenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", raising=False)
     errors = len(_guard.errors)
     span: Any = TracerProvider().get_tracer("t").start_span("s", attributes={"a": "x"})
@@ -110,3 +111,21 @@ def test_a_failing_direct_path_falls_back_to_set_attributes(monkeypatch: pytest.
     assert [where for where, _ in _guard.errors[errors:]] == ["export.span_direct"]
     del _guard.errors[errors:]
     assert not span_direct.usable()  # set_attributes from now on
+
+
+def test_self_check_runs_once_and_a_raising_check_means_no() -> None:
+    calls: list[int] = []
+
+    def check() -> bool:
+        calls.append(1)
+        return True
+
+    ok = SelfCheck(check)
+    assert ok() and ok() and calls == [1]
+    ok.disable()
+    assert not ok() and calls == [1]
+
+    def broken() -> bool:
+        raise ImportError("another SDK layout")
+
+    assert SelfCheck(broken)() is False
