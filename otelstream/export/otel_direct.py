@@ -20,6 +20,7 @@ False having recorded nothing, and the caller uses the API: slower, never differ
 
 from __future__ import annotations
 
+import functools
 import math
 from bisect import bisect_left
 from collections.abc import Hashable, Mapping
@@ -33,6 +34,7 @@ _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for g
 _new = object.__new__
 
 
+@functools.cache  # the SDK's layout does not change in a process; the proxy case asks on every record
 def _internals() -> tuple[type, Any, type] | None:
     try:
         from opentelemetry.sdk.metrics._internal._view_instrument_match import _hash_attributes
