@@ -223,3 +223,23 @@ def test_a_failing_direct_path_falls_back_to_the_api(
     del _guard.errors[errors:]
     assert reported and {where for where, _ in reported} == {"export.otel_direct"}
     assert len(reported) <= len(otel_metrics.SPECS)  # once per instrument, then the API only
+
+
+def test_every_reader_gets_every_point(make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two readers on one provider (say, Prometheus and OTLP): the direct path feeds each its own aggregation."""
+    got = []
+    for fast in (False, True):
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(otel_direct, "direct", lambda inst: None)
+            assert otel_direct.usable() and span_direct.usable()
+            random.seed(7)
+            readers = [InMemoryMetricReader(), InMemoryMetricReader()]
+            mp = MeterProvider(metric_readers=readers)
+            p = make_pipeline(registry=CollectorRegistry(), meter_provider=mp, prometheus_metrics=False)
+            feed(p, clock)
+            got.append([all_points(r) for r in readers])
+            mp.shutdown()
+    assert got[0] == got[1]
+    # the same points in both readers (each sum's reservoir picks its own random exemplar)
+    assert [p[:3] for p in got[1][0]] == [p[:3] for p in got[1][1]] and got[1][0]
