@@ -175,8 +175,10 @@ def write(res: dict, path: str) -> None:
                          "`uninstrument()` (then `instrument()` again): the SDK's own cost per event moves by up to "
                          "≈0.5 % between processes with different imports (≈4 000 Ir on an 840 000-Ir Chat event, "
                          "CPython's type-attribute cache and the allocator), the size of what is measured; against "
-                         "its twin the added marginal cost on Chat read 7 358, 7 662 and 7 638 in three runs, against "
-                         "the baseline process 3 730, 7 282 and 8 650 (same per-event code). "
+                         "its twin the added marginal cost on Chat (sync) read 7 358, 7 662, 7 638 and 6 993 in four runs, "
+                         "against the baseline process 3 730, 7 282, 8 650 and 3 544 (same per-event code). The twin "
+                         "does not remove the layout's effect on otelstream's own code: async cells moved by up to "
+                         "≈1 500 between runs at commits that did not touch the per-event path. "
                          if cg.get("paired") else "")
                       + (f"The watchdog ticks every {cg['watchdog_interval_s']:g} s here: its cost is per second of "
                          "wall time, and under valgrind's ≈50× slowdown a 1 s tick would land on ≈50× fewer events "
