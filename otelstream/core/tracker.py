@@ -327,7 +327,7 @@ class StreamTracker:
             return
         if fast in _SEQUENCED:
             self.seq_next += 1  # type: ignore[operator]
-        # the wait accounting of _event, inline: a call per event would cost more than the accounting itself
+        # _wait_ended, inline: a call per event would cost more than the accounting itself
         tp = self.t_pull
         if tp:
             self.t_pull = 0
@@ -351,13 +351,7 @@ class StreamTracker:
         """The general path: any event, classified by the surface's protocol module."""
         if self.ended:
             return
-        tp = self.t_pull
-        if tp:
-            self.t_pull = 0
-            wait = now - tp
-            self.wait_ns += wait
-            if wait > self._wait_alarm:
-                self._long_wait(tp, wait)
+        self._wait_ended(now)
         if not self.t_first_event:
             self.t_first_event = now
             self._wait_first = self.wait_ns
@@ -402,6 +396,18 @@ class StreamTracker:
     def events(self) -> int:
         """Parsed events so far, keepalives and ``[DONE]`` excluded."""
         return self.deltas + self.others
+
+    def _wait_ended(self, now: int) -> int:
+        """A pull's wait ends at ``now``: account it; returns when it began (0: no pull was waiting). The flat path in
+        ``event()`` does the same inline."""
+        tp = self.t_pull
+        if tp:
+            self.t_pull = 0
+            wait = now - tp
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
+        return tp
 
     def _long_wait(self, tp: int, wait: int) -> None:
         """A wait above the alarm: a new longest wait, or a stall (the alarm is the lower of the two)."""
@@ -610,16 +616,10 @@ class StreamTracker:
         last = self.t_last_event = max(self.t_last_event, self.t_prev_delta)  # the fast path stamps deltas only
         if self.t_first_event:
             self.consumer_ns = (last - self.t_first_event) - (self.wait_ns - self._wait_first)
-        tp = self.t_pull
-        if tp:
-            # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
-            self.t_pull = 0
-            wait = now - tp
-            self.wait_ns += wait
-            if wait > self._wait_alarm:
-                self._long_wait(tp, wait)
-            if last and tp > last:
-                self.consumer_ns += tp - last
+        # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
+        tp = self._wait_ended(now)
+        if tp and last and tp > last:
+            self.consumer_ns += tp - last
         if how == "error":
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)
