@@ -72,7 +72,6 @@ _OVERFLOW = _N_CHUNK_BUCKETS - 1
 _FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT, _FAST_COMPLETIONS = 1, 2, 3, 4
 _RAW = 4
 _RAW_RESPONSES, _RAW_MESSAGES, _RAW_CHAT = _FAST_RESPONSES + _RAW, _FAST_MESSAGES + _RAW, _FAST_CHAT + _RAW
-_SEQUENCED = frozenset({_FAST_RESPONSES, _RAW_RESPONSES})
 _FAST_BY_SURFACE = {
     names.RESPONSES: _FAST_RESPONSES,
     names.RESPONSES_WEBSOCKET: _FAST_RESPONSES,
@@ -278,29 +277,34 @@ class StreamTracker:
         fields inline, and any field that does not match sends the event to the general path (``_event``), which
         classifies it through the surface's protocol module. The flat path only records what cannot be derived later
         (consumer time and the chunk-time sums are computed at the end)."""
-        now = self.clock()
+        clock = self.clock  # a local: a call through the slot would take CPython's unspecialized method lookup
+        now = clock()
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
         if not fast:
             self._event(ev, name, now)
             return
-        text = None
+        text = seq = None
         try:
             if fast > _RAW:  # decoded JSON: optional keys may be absent
                 if fast == _RAW_MESSAGES:
-                    if ev.get("type") == "content_block_delta":
+                    if ev["type"] == "content_block_delta":
                         dd = ev["delta"]
-                        if dd.get("type") == "text_delta":
-                            text = dd.get("text")
+                        if dd["type"] == "text_delta":
+                            text = dd["text"]
                 elif fast == _RAW_RESPONSES:
                     seq = ev["sequence_number"]
                     if seq == self.seq_next and type(seq) is int and ev["type"] in _RESPONSES_DELTA_TYPES:
                         text = ev["delta"]
-                else:  # chat or legacy completions: one choice, its text only, no finish, no usage, no error
-                    choices = ev["choices"]
-                    if len(choices) == 1 and ev.get("usage") is None and ev.get("error") is None:
-                        c = choices[0]
-                        if c.get("finish_reason") is None and c.get("index", 0) == self.last_choice:
-                            text = c["delta"].get("content") if fast == _RAW_CHAT else c.get("text")
+                else:  # chat or legacy completions: one choice (ValueError otherwise), its text only, no finish,
+                    # no usage, no error
+                    [c] = ev["choices"]
+                    if (
+                        "error" not in ev
+                        and ev.get("usage") is None
+                        and c.get("finish_reason") is None  # some gateways (LiteLLM) leave it out until the end
+                        and c["index"] == self.last_choice
+                    ):
+                        text = c["delta"].get("content") if fast == _RAW_CHAT else c.get("text")
             else:
                 # SDK models: ``__dict__`` once per model, then subscripts (pydantic models define ``__getattr__``, so
                 # every attribute read takes CPython's slow path). The SDKs' models hold every declared field there.
@@ -315,18 +319,22 @@ class StreamTracker:
                     if seq == self.seq_next and type(seq) is int and d["type"] in _RESPONSES_DELTA_TYPES:
                         text = d["delta"]
                 else:
-                    choices = d["choices"]
-                    if len(choices) == 1 and d["usage"] is None and "error" not in d:
-                        c = choices[0].__dict__
-                        if c["finish_reason"] is None and c["index"] == self.last_choice:
-                            text = c["delta"].__dict__["content"] if fast == _FAST_CHAT else c["text"]
-        except (AttributeError, KeyError, TypeError, IndexError):  # another shape: the general path decides
+                    [c] = d["choices"]
+                    c = c.__dict__
+                    if (
+                        d["usage"] is None
+                        and "error" not in d
+                        and c["finish_reason"] is None
+                        and c["index"] == self.last_choice
+                    ):
+                        text = c["delta"].__dict__["content"] if fast == _FAST_CHAT else c["text"]
+        except (AttributeError, KeyError, TypeError, IndexError, ValueError):  # another shape: the general path
             text = None
         if not text or type(text) is not str:
             self._event(ev, name, now)
             return
-        if fast in _SEQUENCED:
-            self.seq_next += 1  # type: ignore[operator]
+        if seq is not None:  # Responses: the number checked above was the one expected
+            self.seq_next = seq + 1
         # _wait_ended, inline: a call per event would cost more than the accounting itself
         tp = self.t_pull
         if tp:
