@@ -72,6 +72,8 @@ def cg_table(cg: dict) -> list[str]:
                 v = r["added_ir_per_event"]
                 mark = (" ✅" if v <= BUDGET_IR else " ❌") if c.startswith("otelstream") else ""
                 txt = f"**{v:,.0f}**{mark}<br>{r['added_marginal_ir_per_event']:,.0f} / {r['added_fixed_ir_per_stream']:,.0f}"
+                if "layouts" in r:
+                    txt += "<br>layouts: " + " / ".join(f"{x:,}" for x in r["layouts"])
                 if "cross_added_ir_per_event" in r:
                     txt += f"<br>(vs the baseline process: {r['cross_added_ir_per_event']:,.0f})"
                 if not r.get("produced"):
@@ -180,6 +182,10 @@ def write(res: dict, path: str) -> None:
                          "does not remove the layout's effect on otelstream's own code: async cells moved by up to "
                          "≈1 500 between runs at commits that did not touch the per-event path. "
                          if cg.get("paired") else "")
+                      + (f"So each otelstream cell is the median over {len(cg['layouts'])} processes whose heaps were "
+                         f"shifted by interning {', '.join(map(str, cg['layouts']))} extra names before the imports "
+                         "(each process's figure is shown under `layouts`). "
+                         if len(cg.get("layouts", ())) > 1 else "")
                       + (f"The watchdog ticks every {cg['watchdog_interval_s']:g} s here: its cost is per second of "
                          "wall time, and under valgrind's ≈50× slowdown a 1 s tick would land on ≈50× fewer events "
                          "than natively; the scale stage measures its share of a core. "

@@ -225,7 +225,7 @@ def bench_overhead(a, avail: dict) -> dict:
 
 
 # --- callgrind ------------------------------------------------------------------------------------------
-def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
+def cg_one(cfg: str, phases: list[tuple[str, str]], a, layout: int = 0) -> dict:
     """One callgrind process per configuration. Each (surface, mode) is measured twice, as dump-bracketed phases:
     short streams (``--cg-short`` deltas) and long ones (``--deltas``), so that the cost splits into a fixed part per
     stream and a marginal part per event (two equations, two unknowns). Instrumentation starts off
@@ -241,7 +241,8 @@ def cg_one(cfg: str, phases: list[tuple[str, str]], a) -> dict:
         paired = a.cg_paired and cfg in configs.OURS
         res = run_worker(["cg", cfg, phases[0][0], phases[0][1], "--phases", ",".join(specs), "--warmup", "2",
                           "--prewarm", str(a.cg_prewarm), "--watchdog-s", str(a.cg_watchdog_s),
-                          *(["--paired"] if paired else [])], timeout=2400, prefix=prefix)  # fmt: skip
+                          "--layout", str(layout), *(["--paired"] if paired else [])], timeout=2400,
+                         prefix=prefix)  # fmt: skip
         if "error" in res:
             return {f"{s}|{m}": res for s, m in phases}
         got: dict = {}
@@ -286,59 +287,85 @@ def cg_jobs(a, avail: dict) -> list[tuple[float, str, object]]:
         # per-chunk histogram makes it the slowest under valgrind) and for the peers
         modes = MODES if cfg in ("baseline", "otelstream-default") else ("sync",)
         phases = [(s, m) for s in a.surfaces for m in modes if applicable(cfg, s, avail)]
-        if phases:
-            weight = 15 + 5 * len(phases) * (2 if a.cg_paired and cfg in configs.OURS else 1)  # ≈ s, idle 2 cores
-            jobs.append((weight, f"callgrind {cfg}", lambda cfg=cfg, phases=phases: ("cg", cfg, cg_one(cfg, phases, a))))
+        if not phases:
+            continue
+        weight = 15 + 5 * len(phases) * (2 if a.cg_paired and cfg in configs.OURS else 1)  # ≈ s, idle 2 cores
+        for layout in LAYOUT_PADS[: a.cg_layouts] if cfg in configs.OURS else (0,):
+            label = f"callgrind {cfg}" + (f" (layout {layout})" if layout else "")
+            jobs.append((weight, label, lambda cfg=cfg, phases=phases, layout=layout: (
+                "cg", (cfg, layout), cg_one(cfg, phases, a, layout))))  # fmt: skip
     return jobs
 
 
+# interned names added per layout (worker.py --layout): otelstream's cells are the median over the first --cg-layouts
+LAYOUT_PADS = (0, 157, 389, 61, 241)
+# the figures of a row that are medians over layouts (the rest are layout 0's)
+_MEDIAN_KEYS = ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream",
+                "cross_added_ir_per_event", "cross_added_marginal_ir_per_event", "cross_added_fixed_ir_per_stream",
+                "added_measured_ir_per_event", "ir_per_event", "off_ir_per_event")  # fmt: skip
+
+
 def cg_collect(a, per_cfg: dict) -> dict:
-    results = {}
-    for cfg, got in per_cfg.items():
+    results: dict[str, list] = {}  # cfg|surface|mode -> one result per layout, in layout order
+    for (cfg, _layout), got in sorted(per_cfg.items(), key=lambda kv: (kv[0][0], LAYOUT_PADS.index(kv[0][1]))):
         for key, r in got.items():
-            results[f"{cfg}|{key}"] = r
+            results.setdefault(f"{cfg}|{key}", []).append(r)
     rows = []
     for surface in a.surfaces:
         for mode in MODES:
-            base = results.get(f"baseline|{surface}|{mode}")
+            base = results.get(f"baseline|{surface}|{mode}", [None])[0]
             if not base or "long" not in base or "short" not in base:
                 continue
-            b_fixed, b_marg = _split(base)
-            bl = base["long"]
             for cfg in configs.ALL:
-                r = results.get(f"{cfg}|{surface}|{mode}")
-                if r is None:
+                per_layout = results.get(f"{cfg}|{surface}|{mode}")
+                if per_layout is None:
                     continue
-                if "long" not in r or "short" not in r:
-                    rows.append({"config": cfg, "surface": surface, "mode": mode, "error": r.get("error")})
+                bad = [r for r in per_layout if "long" not in r or "short" not in r]
+                if bad:
+                    rows.append({"config": cfg, "surface": surface, "mode": mode, "error": bad[0].get("error")})
                     continue
-                lg = r["long"]
-                fixed, marg = _split(r)
-                ev = lg["events"]
-                rows.append({"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": lg["ir"],
-                             "events_per_stream": ev / lg["streams"], "ir_per_event": lg["ir"] / ev,
-                             "added_measured_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
-                             # the budget figure: marginal + fixed amortized over a stream of --ref-events events
-                             "added_ir_per_event": (marg - b_marg) + (fixed - b_fixed) / a.ref_events,
-                             "added_marginal_ir_per_event": marg - b_marg,
-                             "added_fixed_ir_per_stream": fixed - b_fixed,
-                             "spans": lg["spans"] + r["short"]["spans"],
-                             "produced": cfg == "baseline" or lg["spans"] > 0})  # fmt: skip
-                if "long_off" in r and "short_off" in r:
-                    # the verdict for otelstream: against its uninstrumented twin in the same process; the figures
-                    # against the baseline process stay, as cross_*
-                    row = rows[-1]
-                    for name in ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream"):
-                        row["cross_" + name] = row[name]
-                    off_fixed, off_marg = _split(r, "_off")
-                    row.update({"paired": True, "added_marginal_ir_per_event": marg - off_marg,
-                                "added_fixed_ir_per_stream": fixed - off_fixed,
-                                "added_ir_per_event": (marg - off_marg) + (fixed - off_fixed) / a.ref_events,
-                                "off_ir_per_event": r["long_off"]["ir"] / r["long_off"]["events"]})  # fmt: skip
+                layout_rows = [_cg_row(a, cfg, surface, mode, r, base) for r in per_layout]
+                row = layout_rows[0]
+                if len(layout_rows) > 1:
+                    for k in _MEDIAN_KEYS:
+                        if k in row:
+                            row[k] = statistics.median(lr[k] for lr in layout_rows)
+                    row["layouts"] = [round(lr["added_ir_per_event"]) for lr in layout_rows]
+                rows.append(row)
     return {"rows": rows, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
             "short_streams": a.cg_short_streams, "ref_events": a.ref_events,
             "instrumentation": "whole process" if a.cg_instr_all else "warm-up + measured phases",
-            "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s, "paired": a.cg_paired}  # fmt: skip
+            "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s, "paired": a.cg_paired,
+            "layouts": list(LAYOUT_PADS[: a.cg_layouts])}  # fmt: skip
+
+
+def _cg_row(a, cfg: str, surface: str, mode: str, r: dict, base: dict) -> dict:
+    """One configuration's figures from one process (``base``: the baseline process's)."""
+    b_fixed, b_marg = _split(base)
+    bl = base["long"]
+    lg = r["long"]
+    fixed, marg = _split(r)
+    ev = lg["events"]
+    row = {"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": lg["ir"],
+           "events_per_stream": ev / lg["streams"], "ir_per_event": lg["ir"] / ev,
+           "added_measured_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
+           # the budget figure: marginal + fixed amortized over a stream of --ref-events events
+           "added_ir_per_event": (marg - b_marg) + (fixed - b_fixed) / a.ref_events,
+           "added_marginal_ir_per_event": marg - b_marg,
+           "added_fixed_ir_per_stream": fixed - b_fixed,
+           "spans": lg["spans"] + r["short"]["spans"],
+           "produced": cfg == "baseline" or lg["spans"] > 0}  # fmt: skip
+    if "long_off" in r and "short_off" in r:
+        # the verdict for otelstream: against its uninstrumented twin in the same process; the figures against the
+        # baseline process stay, as cross_*
+        for name in ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream"):
+            row["cross_" + name] = row[name]
+        off_fixed, off_marg = _split(r, "_off")
+        row.update({"paired": True, "added_marginal_ir_per_event": marg - off_marg,
+                    "added_fixed_ir_per_stream": fixed - off_fixed,
+                    "added_ir_per_event": (marg - off_marg) + (fixed - off_fixed) / a.ref_events,
+                    "off_ir_per_event": r["long_off"]["ir"] / r["long_off"]["events"]})  # fmt: skip
+    return row
 
 
 # --- memory ----------------------------------------------------------------------------------------------
@@ -553,6 +580,9 @@ def main() -> None:
     p.add_argument("--cg-watchdog-s", type=float, default=3600.0,
                    help="callgrind: the watchdog's interval (its cost is per second of wall time, not per event: "
                         "under valgrind's slowdown a 1 s tick lands on ~50x fewer events; measured by the scale stage)")
+    p.add_argument("--cg-layouts", type=int, default=3, choices=range(1, 6),
+                   help="callgrind: otelstream's figures are the median over this many heap layouts (one process "
+                        "each; the same code's cost per event moves by a few hundred instructions with the layout)")
     p.add_argument("--cg-instr-all", action="store_true",
                    help="callgrind: instrument the whole process (slow), not just warm-ups + measured phases")
     p.add_argument("--jobs", type=int, default=2, help="callgrind + memory processes at a time")
