@@ -182,9 +182,9 @@ def write(res: dict, path: str) -> None:
                          "does not remove the layout's effect on otelstream's own code: async cells moved by up to "
                          "≈1 500 between runs at commits that did not touch the per-event path. "
                          if cg.get("paired") else "")
-                      + (f"So each otelstream cell is the median over {len(cg['layouts'])} processes whose heaps were "
-                         f"shifted by interning {', '.join(map(str, cg['layouts']))} extra names before the imports "
-                         "(each process's figure is shown under `layouts`). "
+                      + (f"So each otelstream cell is the median over {len(cg['layouts'])} processes given "
+                         f"{', '.join(map(str, cg['layouts']))} extra types and interned names before the imports "
+                         "(another type-cache and heap layout each; each process's figure is shown under `layouts`). "
                          if len(cg.get("layouts", ())) > 1 else "")
                       + (f"The watchdog ticks every {cg['watchdog_interval_s']:g} s here: its cost is per second of "
                          "wall time, and under valgrind's ≈50× slowdown a 1 s tick would land on ≈50× fewer events "

@@ -297,7 +297,7 @@ def cg_jobs(a, avail: dict) -> list[tuple[float, str, object]]:
     return jobs
 
 
-# interned names added per layout (worker.py --layout): otelstream's cells are the median over the first --cg-layouts
+# types and interned names added per layout (worker.py --layout): otelstream's cells are the median over the first --cg-layouts
 LAYOUT_PADS = (0, 157, 389, 61, 241)
 # the figures of a row that are medians over layouts (the rest are layout 0's)
 _MEDIAN_KEYS = ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream",
@@ -327,10 +327,8 @@ def cg_collect(a, per_cfg: dict) -> dict:
                 layout_rows = [_cg_row(a, cfg, surface, mode, r, base) for r in per_layout]
                 row = layout_rows[0]
                 if len(layout_rows) > 1:
-                    for k in _MEDIAN_KEYS:
-                        if k in row:
-                            row[k] = statistics.median(lr[k] for lr in layout_rows)
                     row["layouts"] = [round(lr["added_ir_per_event"]) for lr in layout_rows]
+                    row.update({k: statistics.median(lr[k] for lr in layout_rows) for k in _MEDIAN_KEYS if k in row})
                 rows.append(row)
     return {"rows": rows, "streams": a.cg_streams, "deltas": a.cg_deltas, "short_deltas": a.cg_short,
             "short_streams": a.cg_short_streams, "ref_events": a.ref_events,

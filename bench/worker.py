@@ -452,7 +452,7 @@ def main() -> None:
                    help="cg (otelstream): after each phase, the same phase uninstrumented in this process")
     p.add_argument("--watchdog-s", type=float, help="the watchdog's interval (default: OTELSTREAM_WATCHDOG_INTERVAL_S, 1)")
     p.add_argument("--layout", type=int, default=0,
-                   help="cg: intern this many extra names before the SDK and otelstream are imported (see pad_heap)")
+                   help="cg: this many extra types and names before the SDK and otelstream are imported (pad_heap)")
     a = p.parse_args()
     pad_heap(a.layout)
     if a.watchdog_s is not None:
@@ -464,15 +464,21 @@ def main() -> None:
     print(json.dumps(out))
 
 
-_PAD: list[str] = []
+_PAD: list[type] = []
 
 
 def pad_heap(n: int) -> None:
-    """Shift where everything imported later lands in memory. CPython 3.11's method cache is indexed by the addresses
-    of interned names (and dict and set probes depend on their hashes' placement), so the same code can cost a few
-    hundred instructions more or less per event depending only on the heap layout it happened to get; ``run.py``
-    takes the median over several layouts. The names stay alive for the whole process."""
-    _PAD.extend(sys.intern(f"_otelstream_bench_layout_{i}") for i in range(n))
+    """Give everything imported later a different memory and type-cache layout. CPython 3.11's method cache is indexed
+    by a type's version tag (a global counter, handed out in the order types are first looked up in) XOR the address
+    of the interned name, so the same code can cost a few hundred instructions more or less per event depending only on
+    which hot lookups collide there. ``n`` new types, each given its version tag, shift every later tag; ``n`` interned
+    names of varied lengths shift later small objects in every size class. ``run.py`` takes the median over several
+    layouts. Everything stays alive for the whole process."""
+    for i in range(n):
+        name = sys.intern(f"_otelstream_bench_layout_{'x' * (i % 48)}{i}")
+        cls = type(name, (), {})
+        getattr(cls, name, None)  # the lookup assigns the type its version tag
+        _PAD.append(cls)
 
 
 # --- fork server --------------------------------------------------------------------------------------------
