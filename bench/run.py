@@ -1,8 +1,8 @@
 """The benchmark suite, one command:
 
-    python bench/run.py                       # everything, default settings (≈ 10 min on 2 cores)
+    python bench/run.py                       # everything, default settings (≈ 13 min on 2 idle cores)
     python bench/run.py --only overhead,cg    # a subset: overhead, cg, memory, scale, ttfd
-    python bench/run.py --check               # callgrind only, compared with bench/baseline.json (+5 % allowed)
+    python bench/run.py --check               # callgrind only: fails where every layout is above baseline.json + 5 %
     python bench/run.py --write-baseline      # also rewrite bench/baseline.json from this run's callgrind figures
 
 Every configuration runs in a fresh process (``bench/worker.py``, ``bench/scale.py``). Timing runs are interleaved
@@ -497,8 +497,11 @@ def cg_check(cg: dict, path: str) -> list[str]:
         if row["config"] not in configs.OURS or "added_ir_per_event" not in row:
             continue
         key = f"{row['config']}|{row['surface']}|{row['mode']}"
-        if key in ref and row["added_ir_per_event"] > ref[key] * (1 + CG_TOLERANCE):
-            bad.append(f"{key}: {row['added_ir_per_event']:.0f} > {ref[key]:.0f} + 5 %")
+        # every layout above the recorded median + 5 %: one layout alone moves by up to ≈ ±1 000 (≈ ±10 %) with the
+        # same code, so a median of three still crossed 5 % on noise (NOTES.md, "Measurement noise")
+        best = min(row.get("layouts") or [row["added_ir_per_event"]])
+        if key in ref and best > ref[key] * (1 + CG_TOLERANCE):
+            bad.append(f"{key}: every layout above {ref[key]:.0f} + 5 % ({row.get('layouts') or round(best)})")
     return bad
 
 
@@ -593,7 +596,8 @@ def main() -> None:
     p.add_argument("--scale-rounds", type=int, default=1)
     p.add_argument("--scale-config", default="otelstream-default", choices=configs.OURS)
     p.add_argument("--pause", type=float, default=0.5)
-    p.add_argument("--check", action="store_true", help="callgrind only; fail if above bench/baseline.json + 5 %%")
+    p.add_argument("--check", action="store_true",
+                   help="callgrind only; fail where every layout is above bench/baseline.json + 5 %%")
     p.add_argument("--write-baseline", action="store_true")
     p.add_argument("--out", default=os.path.join(HERE, "results.json"))
     p.add_argument("--rev", default="HEAD", help="benchmark otelstream as committed at this revision (git archive)")
