@@ -512,18 +512,30 @@ class _Lanes:
 
     runs: list[_Run] = field(default_factory=list)
     current: dict[str | None, _Run] = field(default_factory=dict)
+    # per lane, the client's response.create not yet answered by a run: after a response's terminal event, the next
+    # server event belongs to the next request (an `error` refusing it may come without response.created)
+    requested: dict[str | None, int] = field(default_factory=dict)
     dropped: int = 0
 
     def record(self, rec: _Record) -> None:
         value = rec.value
         d = value if type(value) is dict else None
         typ = d.get("type") if d is not None else None
-        if typ in _WS_CLIENT_EVENTS:
-            return
         sid = d.get("stream_id") if d is not None else None
         lane = sid[:128] if isinstance(sid, str) else None
+        if type(typ) is str and typ in _WS_CLIENT_EVENTS:
+            if typ == "response.create" and len(self.requested) < MAX_REPORTED_LANE_RESPONSES:
+                self.requested[lane] = self.requested.get(lane, 0) + 1
+            return
         run = self.current.get(lane)
-        if run is None or (typ == "response.created" and run.tracker.events):
+        requested = self.requested.get(lane, 0)
+        if (
+            run is None
+            or (typ == "response.created" and run.tracker.events)
+            or (run.tracker.terminal and requested)
+        ):
+            if requested:
+                self.requested[lane] = requested - 1
             if run is not None:
                 run.finish()
             run = _Run.open(names.RESPONSES_WEBSOCKET, sse_framed=False, stream_id=lane)

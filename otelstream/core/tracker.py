@@ -570,6 +570,11 @@ class StreamTracker:
                 self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
                 return None
             seen.add(index)
+            if self.terminal and self.expected_choices is None and self.rank < _RANK_FAILED:
+                # "every choice finished" was judged on the choices seen so far (offline, or n not in the request):
+                # a new one means the answer was not over
+                self.terminal = False
+                self.t_terminal = 0
         self.last_choice = index
         return index
 

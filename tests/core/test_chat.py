@@ -82,6 +82,16 @@ def test_usage_on_the_finish_chunk() -> None:
     assert r.outcome == names.COMPLETED and r.usage.input_tokens == 50 and not r.anomalies
 
 
+def test_usage_key_on_the_first_chunk_that_finishes() -> None:
+    """Offline, "usage was requested" is read from the chunk's usage key before its finish is judged: the same answer
+    is cut without its usage chunk whether or not a role-only chunk came first."""
+    finish_first = [chunk(c(content="Hi", finish="stop"), usage=None), "[DONE]"]
+    role_first = [chunk(c(role="assistant", content=""), usage=None), *finish_first]
+    for evs in (finish_first, role_first):
+        r = run(names.CHAT_COMPLETIONS, evs)
+        assert r.outcome == names.CUT and r.usage_requested
+
+
 def test_missing_done_after_complete_answer() -> None:
     r = run(names.CHAT_COMPLETIONS, body(usage=True)[:-1])
     assert r.outcome == names.COMPLETED and counts(r) == {names.ANOM_MISSING_DONE: 1}
@@ -109,6 +119,18 @@ def test_n2_one_choice_unfinished_is_cut() -> None:
     evs = [chunk(c(0, content="a")), chunk(c(1, content="b")), chunk(c(0, finish="stop"))]
     r = run(names.CHAT_COMPLETIONS, evs)
     assert r.outcome == names.CUT
+
+
+def test_n2_sequential_choices_reopen_the_answer() -> None:
+    """Offline (n unknown), a server that streams choice 0 to its finish before choice 1 starts: the first finish
+    looked like "every choice seen finished"; choice 1 appearing reopens the answer, so it is judged at the end."""
+    head = [chunk(c(0, content="a")), chunk(c(0, finish="stop")), chunk(c(1, content="b"))]
+    r = run(names.CHAT_COMPLETIONS, [*head, "[DONE]"])
+    assert r.outcome == names.CUT and r.finish_reasons == ("stop",)
+    assert names.ANOM_EVENT_AFTER_TERMINAL not in counts(r)
+    r = run(names.CHAT_COMPLETIONS, [*head, chunk(c(1, finish="length")), "[DONE]"])
+    assert r.outcome == names.INCOMPLETE and r.finish_reasons == ("stop", "length")
+    assert counts(r) == {names.ANOM_USAGE_MISSING: 1}
 
 
 def test_expected_choices_from_the_request() -> None:

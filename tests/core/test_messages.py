@@ -67,6 +67,15 @@ def test_input_includes_cache_read_and_write() -> None:
                                  "cache_write_input_tokens": 40, "reasoning_output_tokens": None}  # fmt: skip
 
 
+def test_input_sum_beyond_int64_is_a_bad_field_not_a_count() -> None:
+    """Each count fits int64, their sum does not: no exporter can carry it, so it is reported as a bad field."""
+    big = 2**62
+    evs = [start(input_tokens=big, cache_read_input_tokens=big, cache_creation_input_tokens=big), delta(), STOP]
+    r = run(names.MESSAGES, evs)
+    assert r.usage.input_tokens is None and r.usage.cache_read_input_tokens == big
+    assert counts(r)[names.ANOM_BAD_FIELD] == 1
+
+
 def test_message_delta_usage_replaces_input_and_cache() -> None:
     """Newer servers repeat input and cache counts in message_delta: the later values win, the sum is recomputed."""
     evs = [start(cache_read_input_tokens=100), delta(),

@@ -226,6 +226,24 @@ def test_untyped_lifecycle_classified_by_sse_name_and_trailing_done() -> None:
     assert r.usage.output_tokens == 7
 
 
+def test_gateway_untyped_lifecycle_is_the_response_object() -> None:
+    """The OpenResponses gateway's untyped lifecycle events carry the Response object itself, not under `response`."""
+    created = {"id": "resp_01", "object": "response", "model": "gpt-4o", "status": "queued", "sequence_number": 0}
+    done = {"id": "resp_01", "model": "gpt-4o", "status": "completed", "usage": USAGE, "sequence_number": 2}
+    r = run(names.RESPONSES, [("response.created", created), delta(1), ("response.completed", done), "[DONE]"])
+    assert r.outcome == names.COMPLETED and r.response_id == "resp_01" and r.response_model == "gpt-4o"
+    assert r.usage.output_tokens == 7
+
+
+def test_gateway_untyped_failed_with_top_level_error_is_an_inband_error() -> None:
+    """Live, the SDK raises APIError on any event with a truthy `error`, whatever its `event:` name: `check` agrees."""
+    failed = {"id": "resp_01", "status": "failed", "error": {"code": "server_error", "message": "m"},
+              "sequence_number": 1}  # fmt: skip
+    created = {"id": "resp_01", "sequence_number": 0}
+    r = run(names.RESPONSES, [("response.created", created), ("response.failed", failed)])
+    assert r.outcome == names.ERROR and r.error_type == "server_error"
+
+
 def test_gateway_error_object() -> None:
     r = run(names.RESPONSES, [ev("response.created", 0), {"error": {"code": "server_error", "message": "m"}}])
     assert r.outcome == names.ERROR and r.error_type == "server_error"

@@ -138,6 +138,23 @@ def test_websocket_transcript_single_response_and_client_events(tmp_path: Path) 
     assert d["lanes"][0]["events"] == 3 and not d["lanes"][0]["anomalies"]
 
 
+def test_websocket_error_refusing_the_next_request_is_its_own_response(tmp_path: Path) -> None:
+    """An `error` answering the second response.create (no response.created) belongs to that request, not to the
+    response that completed before it; requests queued on a lane (FIFO) are matched in order."""
+    lines = [{"type": "response.create", "model": "gpt-4o"}, {"type": "response.create", "model": "gpt-4o"},
+             {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}},
+             {"type": "response.output_text.delta", "sequence_number": 1, "delta": "hi"},
+             {"type": "response.completed", "sequence_number": 2, "response": {"id": "resp_1"}},
+             {"type": "error", "status": 400, "error": {"code": "previous_response_not_found", "message": "m"}},
+             {"type": ["not", "a", "type"], "sequence_number": 1}]  # fmt: skip
+    p = tmp_path / "ws.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lanes = offline.analyse(str(p)).to_json()["lanes"]
+    assert [(x["response_id"], x["outcome"], x["error_type"]) for x in lanes] == [
+        ("resp_1", "completed", None), (None, "error", "previous_response_not_found")]  # fmt: skip
+    assert lanes[1]["anomalies"][-1]["kind"] == names.ANOM_UNKNOWN_EVENT  # a `type` that is no string: not a crash
+
+
 # --- the CLI contract ------------------------------------------------------------------------------------------
 def check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     rc = offline.main(list(argv))

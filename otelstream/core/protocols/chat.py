@@ -58,6 +58,10 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
         model = d.get("model")
         if isinstance(model, str) and model:
             t.response_model = model[:128]
+    if t.usage_requested is None and ev is d and "usage" in d:
+        # offline: chunks carry a usage key (null until the last) only when requested; known before a finish in the
+        # same chunk is judged
+        t.usage_requested = True
     is_delta = False
     choices = d.get("choices")
     if choices:
@@ -91,13 +95,11 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
                 reason = c.get("finish_reason")
                 if reason is not None and index is not None and isinstance(reason, str):
                     _finished(t, index, reason)
-            if is_delta and was_terminal:
+            if is_delta and was_terminal and t.terminal:  # (a choice first seen now reopens the answer)
                 t.after_terminal()
     usage = d.get("usage")
     if usage is not None:
         _usage(t, usage)
-    elif t.usage_requested is None and ev is d and "usage" in d:
-        t.usage_requested = True  # offline: chunks carry a usage key (null until the last) only when requested
     if t.usage_seen and t.all_choices_finished():
         _complete(t)
     return DELTA if is_delta else OTHER

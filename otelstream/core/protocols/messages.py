@@ -120,4 +120,5 @@ def _usage(t: StreamTracker, usage: object) -> None:
         if thinking is not None:
             t.usage_reasoning = t.tokens(thinking, "thinking_tokens")
     if t.usage_input_raw is not None:
-        t.usage_input = t.usage_input_raw + (t.usage_cache_read or 0) + (t.usage_cache_write or 0)
+        total = t.usage_input_raw + (t.usage_cache_read or 0) + (t.usage_cache_write or 0)
+        t.usage_input = t.tokens(total, "input_tokens (with cache)")  # the sum too must fit every exporter (int64)

@@ -99,16 +99,21 @@ KNOWN_TYPES = frozenset(_KIND)
 
 def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     typ = d.get("type")
+    response = d.get("response")
     if typ is None:
         # An event without `type` is built by the SDK as its union's first member, which keeps the fields that
         # member does not declare (`response` of a lifecycle event) as pydantic extras: read those too.
         extras = getattr(ev, "__pydantic_extra__", None) if ev is not d else None
         if type(extras) is dict and extras:
             d = {**d, **extras}
-        if "error" in d and d["error"] is not None and name is None:
-            # a gateway's in-band {"error": …} object (the SDK raises APIError for it live)
+            response = d.get("response")
+        if d.get("error"):
+            # a gateway's in-band {"error": …} object, whatever its `event:` name: the SDK raises APIError for any
+            # event whose `error` is truthy, so live this is where the stream ends
             inband_error(t, d["error"])
             return OTHER
+        if response is None:
+            response = d  # a gateway's untyped lifecycle event is the Response object itself (id, model, usage)
         typ = name
         if typ is not None and typ != "ping":
             t.anomaly(names.ANOM_UNTYPED_EVENT, typ)
@@ -150,17 +155,17 @@ def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev:
     # pair is the protocol, not the server talking after the end
     if t.terminal and not (kind == _K_FAILED and t.saw_error()):
         t.after_terminal()
-    _response(t, d.get("response"))
+    _response(t, response)
     if kind == _K_COMPLETED:
         t.add_finish_reason("stop")
         t.outcome_seen(names.COMPLETED, terminal=True)
     elif kind == _K_INCOMPLETE:
-        details = fields(fields(d.get("response")).get("incomplete_details"))
+        details = fields(fields(response).get("incomplete_details"))
         reason = details.get("reason")
         t.add_finish_reason(reason if isinstance(reason, str) and reason else "length")
         t.outcome_seen(names.INCOMPLETE, terminal=True)
     elif kind == _K_FAILED:
-        t.set_error_type(error_code(fields(d.get("response")).get("error")) or names.FAILED)
+        t.set_error_type(error_code(fields(response).get("error")) or names.FAILED)
         t.add_finish_reason("error")
         t.outcome_seen(names.FAILED, terminal=True)
     return OTHER
