@@ -58,9 +58,9 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
         model = d.get("model")
         if isinstance(model, str) and model:
             t.response_model = model[:128]
-    if t.usage_requested is None and ev is d and "usage" in d:
-        # offline: chunks carry a usage key (null until the last) only when requested; known before a finish in the
-        # same chunk is judged
+    if t.usage_requested is None and ev is d and "usage" in d and d["usage"] is None:
+        # decoded JSON: chunks carry a null usage key until the last only when usage was requested (a model cannot
+        # tell absent from null); known before a finish in the same chunk is judged
         t.usage_requested = True
     is_delta = False
     choices = d.get("choices")
