@@ -32,6 +32,7 @@ import functools
 import hashlib
 import inspect
 import logging
+import sys
 import textwrap
 import threading
 import time
@@ -218,14 +219,26 @@ def watch(call: Call, owner: object) -> None:
 
 
 def body_closed(call: Call) -> None:
-    """The response body is being closed. Inside a pull it is the SDK's own ``finally: response.close()`` (openai
-    ``_streaming.py:117-119``, anthropic ``_streaming.py:124-130``), which runs *before* StopIteration or the error
-    reaches our generator: leave the end to the generator. Otherwise it is the caller (``close()``, a context exit,
-    a helper's ``_response.close()``): abandoned (close), unless a terminal event was already seen."""
-    tracker = call.tracker
-    if tracker.ended or tracker.t_pull:
+    """The response body is being closed. By the stream's own iteration ending, it is not the caller's: the SDK's
+    ``finally: response.close()`` (openai ``_streaming.py:117-119``, anthropic ``_streaming.py:124-130``), or httpx2's
+    raw iterator's ``finally`` (EOF, an error, a cancelled pull, the generators closed at shutdown), which run
+    *before* the end reaches our generator: leave the end to the generator. Otherwise it is the caller (``close()``,
+    a context exit, a helper's ``_response.close()``, also from another thread or task while a pull waits, which then
+    fails): abandoned (close), unless a terminal event was already seen."""
+    if call.tracker.ended or (call.observed != UNOBSERVED and _iteration_ending()):
         return
     finish(call, "close")
+
+
+def _iteration_ending() -> bool:
+    """Whether the close runs inside a stream's own iteration on this thread's stack: an observing generator or
+    httpx2's raw iterator (once per stream). A pull waiting in another thread or task is on another stack."""
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code in _ITERATION_CODES:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def bind_response(call: Call, response: Any) -> None:
@@ -342,6 +355,17 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
                 _guard.report("adapters.event", exc)
             yield item
             tracker.t_pull = clock()
+
+
+# where a stream's own iteration closes its body: our generators, the adapters' copies of the SDKs' stream loops
+# (added by ``stream_wrapper``) and httpx2's raw iterators (a cancelled pull closes the body there, while the throw
+# that reaches it leaves the generators around it off the frame chain)
+_ITERATION_CODES = {
+    observe_sync.__code__,
+    observe_async.__code__,
+    httpx2.Response.iter_raw.__code__,
+    httpx2.Response.aiter_raw.__code__,
+}
 
 
 class ending:
@@ -503,6 +527,8 @@ def stream_wrapper(
     """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
     helper iterates): when ``take(stream)`` names a call, the adapter's copy of the SDK's generator (``known``), or
     the SDK's generator wrapped by ``observe_sync`` / ``observe_async``."""
+
+    _ITERATION_CODES.update(replica.__code__ for replica in known.values() if hasattr(replica, "__code__"))
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -213,3 +214,44 @@ def test_scripted_pause_before_first_delta(rec: RecordingListener, scripted: Scr
     r = rec.one()
     assert r.outcome == names.COMPLETED
     assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns >= 200_000_000
+
+
+@pytest.mark.parametrize("surface", ALL)
+def test_close_from_elsewhere_while_a_pull_waits(rec: RecordingListener, scripted: ScriptedServer, surface: str,
+                                                 is_async: bool) -> None:  # fmt: skip
+    """A "stop generating" from another thread or task closes the stream while the consumer waits for the next event:
+    the consumer then gets the SDK's connection error, but the stream was the caller's to stop (abandoned, close),
+    not a transport failure."""
+    frames = FRAMES[surface]("ok")
+    key = scripted.add([*frames[:2], Pause(2.0), *frames[2:]])
+    c = _client(scripted, surface, is_async, 5.0)
+    headers = {SCRIPT_HEADER: key}
+    if not is_async:
+        stream = OPEN[surface](c, headers)
+        closer = threading.Timer(0.2, stream.close)
+        with pytest.raises(Exception):  # noqa: B017 (each SDK raises its own connection error)
+            for i, _ in enumerate(stream):
+                if i == 1:  # the next pull waits for the pause
+                    closer.start()
+        closer.join()
+    else:
+
+        async def go() -> None:
+            stream = await OPEN[surface](c, headers)
+
+            async def stop() -> None:
+                await asyncio.sleep(0.2)
+                await stream.close()
+
+            tasks = []
+            with pytest.raises(Exception):  # noqa: B017
+                i = 0
+                async for _ in stream:
+                    if i == 1:
+                        tasks.append(asyncio.create_task(stop()))
+                    i += 1
+            await asyncio.gather(*tasks)
+
+        asyncio.run(go())
+    r = rec.one()
+    assert (r.outcome, r.abandoned_reason, r.events) == (names.ABANDONED, names.ABANDON_CLOSE, 2)
