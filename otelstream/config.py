@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -51,6 +52,12 @@ class Settings:
     span_events: bool = True
 
 
+def _valid_seconds(name: str, value: float) -> bool:
+    """Durations are finite and not negative (every one becomes integer nanoseconds or a timer); the watchdog's
+    interval is also above zero (zero would be a busy loop)."""
+    return math.isfinite(value) and (value > 0 if name == "watchdog_interval_s" else value >= 0)
+
+
 def _parse(name: str, default: Any, raw: str) -> Any:
     """Convert an environment string to the type of ``default``; a bad value keeps the default (logged)."""
     raw = raw.strip()
@@ -66,7 +73,7 @@ def _parse(name: str, default: Any, raw: str) -> Any:
             return tuple(part.strip() for part in raw.split(",") if part.strip())
         if isinstance(default, float):
             value = float(raw)
-            if value != value or value < 0:  # NaN or negative
+            if not _valid_seconds(name, value):
                 raise ValueError(raw)
             return value
         if isinstance(default, int) or name == "prometheus_port":
@@ -93,6 +100,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
             value = overrides[name]
             if isinstance(default, tuple) and isinstance(value, str):
                 value = _parse(name, default, value)
+            elif isinstance(default, float) and (not isinstance(value, (int, float)) or not _valid_seconds(name, value)):
+                raise ValueError(f"otelstream setting {name}={value!r}: a finite number of seconds is needed")
             values[name] = tuple(value) if isinstance(default, tuple) else value
             continue
         raw = env.get(ENV_PREFIX + name.upper())

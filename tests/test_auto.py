@@ -43,3 +43,13 @@ def test_auto_missing_exporter_warns_once_never_raises() -> None:
 def test_auto_bad_setting_never_raises() -> None:
     out = _run({"OTELSTREAM_STALL_THRESHOLD_S": "banana", "OTELSTREAM_PROMETHEUS_PORT": "notaport"})
     assert out.returncode == 0 and out.stdout.split()[0] == "patched"
+
+
+def test_auto_non_finite_or_zero_durations_keep_their_defaults() -> None:
+    """`inf` once passed the check and overflowed into integer nanoseconds, leaving nothing instrumented; a zero
+    watchdog interval would be a busy loop."""
+    env = {"OTELSTREAM_ABANDON_AFTER_S": "inf", "OTELSTREAM_STALL_THRESHOLD_S": "-inf",
+           "OTELSTREAM_WATCHDOG_INTERVAL_S": "0"}  # fmt: skip
+    out = _run(env)
+    assert out.returncode == 0 and out.stdout.split()[0] == "patched", out.stderr
+    assert all(f"OTELSTREAM_{name}" in out.stderr for name in ("ABANDON_AFTER_S", "STALL_THRESHOLD_S", "WATCHDOG"))

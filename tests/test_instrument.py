@@ -8,6 +8,7 @@ import sys
 import anthropic._streaming
 import openai._base_client
 import openai._streaming
+import pytest
 import wrapt
 
 import otelstream
@@ -78,3 +79,11 @@ def test_instrumentor_any_of_dependencies() -> None:
     finally:
         inst.uninstrument()
     assert not PATCHER.applied()
+
+
+def test_a_duration_argument_that_is_not_a_finite_number_is_refused_before_anything_is_patched() -> None:
+    for bad in ({"abandon_after_s": float("inf")}, {"stall_threshold_s": -1.0}, {"watchdog_interval_s": 0},
+                {"stall_threshold_s": "30"}):  # fmt: skip
+        with pytest.raises(ValueError, match="finite number of seconds"):
+            otelstream.instrument(registry=_registry(), **bad)  # type: ignore[arg-type]
+        assert not PATCHER.applied()
