@@ -18,12 +18,20 @@ class ModelLabels:
     """Maps a request model to its label value. Lookups are lock-free; only admitting a new value locks."""
 
     def __init__(self, cap: int = 20, allowlist: Iterable[str] = (), max_length: int = 64) -> None:
-        self._cap = max(0, cap)
-        self._max_length = max(1, max_length)
-        # Allow-listed names are admitted up front so they never consume the cap.
-        self._known: dict[str, str] = {m: m[: self._max_length] for m in allowlist if m}
+        self._known: dict[str, str] = {}
         self._admitted = 0
         self._lock = threading.Lock()
+        self.configure(cap, allowlist, max_length)
+
+    def configure(self, cap: int, allowlist: Iterable[str], max_length: int) -> None:
+        """Apply (new) settings: values already admitted keep their label, so existing series stay as they are."""
+        with self._lock:
+            self._cap = max(0, cap)
+            self._max_length = max(1, max_length)
+            # Allow-listed names are admitted up front so they never consume the cap.
+            for m in allowlist:
+                if m and m not in self._known:
+                    self._known[m] = m[: self._max_length]
 
     def value(self, model: str | None) -> str:
         if not model:

@@ -70,7 +70,11 @@ class Pipeline:
         if prom_on:
             families = prom.families_for(self.registry, models)
             if families is not None:
-                models = families.models  # one cap per registry, whichever pipeline created it
+                if families.models is not models:  # one cap per registry: this pipeline's settings now apply to it
+                    families.models.configure(
+                        settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length
+                    )
+                models = families.models
                 self.prometheus = prom.PrometheusSink(families, self.live)
         self.otel: OtelMetricsSink | None = None
         if otel_on:

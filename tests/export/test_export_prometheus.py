@@ -178,6 +178,22 @@ def test_pipeline_twice_same_registry(make_pipeline: Any, clock: Clock, registry
     assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed") == 2
 
 
+def test_pipeline_again_on_the_same_registry_takes_its_model_settings(
+    make_pipeline: Any, clock: Clock, registry: CollectorRegistry
+) -> None:
+    """The registry keeps one cap (its series stay bounded); a later pipeline's allow-list and cap apply to it."""
+    p1 = make_pipeline(model_label_cap=0)
+    run_stream(p1, clock, request_model="m1")
+    p1.shutdown()
+    p2 = make_pipeline(model_label_cap=1, model_allowlist="pinned")
+    for model in ("pinned", "m2", "m3"):
+        run_stream(p2, clock, request_model=model)
+    assert p2.flush(5.0)
+    streams = next(f for f in registry.collect() if f.name == "otelstream_streams")
+    models = {s.labels[names.LABEL_MODEL] for s in streams.samples}
+    assert models == {names.MODEL_OTHER, "pinned", "m2"}
+
+
 def test_collision_warns_instead_of_crashing(
     make_pipeline: Any, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
