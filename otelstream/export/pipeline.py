@@ -179,10 +179,11 @@ class Pipeline:
         self._shut = True
         self.watchdog.stop()
         self.dispatcher.shutdown(timeout)
+        self.live.clear()
+        self.watchdog.tick()  # multiprocess: this live process's livesum gauges back to 0 (a no-op otherwise)
         for sink in (self.prometheus, self.otel):
             if sink is not None:
                 sink.close()
-        self.live.clear()
 
     def start_metrics_server(self, port: int, addr: str = "127.0.0.1", **tls_kwargs: Any) -> Any:
         return prom.start_metrics_server(port, addr, registry=self.registry, **tls_kwargs)

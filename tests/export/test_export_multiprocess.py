@@ -31,6 +31,8 @@ WORKER = textwrap.dedent(
     p.stream_started(start, tracker)
     p.watchdog.tick()  # multiprocess mode: the tick writes the live gauges into the process's file
     assert p.flush(10)
+    if sys.argv[2:] == ["shutdown"]:
+        p.shutdown()  # what uninstrument() ends in: this process no longer tracks the open stream
     print("ok")
     """
 )
@@ -54,17 +56,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_four_workers_one_aggregated_scrape(tmp_path: Path) -> None:
+def _scrape_after(tmp_path: Path, workers: list[list[str]]) -> tuple[dict[tuple[str, ...], float], str]:
     mp_dir = tmp_path / "prom"
     mp_dir.mkdir()
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(mp_dir))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
     here = str(Path(__file__).parent)
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, here], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(4)
-    ]
-    for w in workers:
+    pipe = subprocess.PIPE
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, here, *a], env=env, stdout=pipe, stderr=pipe)
+             for a in workers]  # fmt: skip
+    for w in procs:
         out, err = w.communicate(timeout=60)
         assert w.returncode == 0, err.decode()
         assert out.decode().strip() == "ok"
@@ -77,8 +78,21 @@ def test_four_workers_one_aggregated_scrape(tmp_path: Path) -> None:
         for fam in text_string_to_metric_families(scrape.stdout.decode())
         for s in fam.samples
     }
+    return samples, scrape.stdout.decode()
+
+
+def test_four_workers_one_aggregated_scrape(tmp_path: Path) -> None:
+    samples, text = _scrape_after(tmp_path, [[]] * 4)
     assert samples[("otelstream_streams_total", "responses", "completed", None)] == 20
     assert samples[("gen_ai_client_operation_duration_seconds_count", None, None, None)] == 20
     assert samples[("gen_ai_client_operation_time_to_first_chunk_seconds_bucket", None, None, "0.32")] == 20
     assert samples[("otelstream_streams_active", "responses", None, None)] == 4
-    assert "trace_id" not in scrape.stdout.decode()  # no exemplars in multiprocess mode
+    assert "trace_id" not in text  # no exemplars in multiprocess mode
+
+
+def test_a_shut_down_pipeline_leaves_no_open_streams_in_the_gauge(tmp_path: Path) -> None:
+    """livesum sums every live process's file: a pipeline that stops tracking its streams writes 0 there, else the
+    process would report an open stream for good."""
+    samples, _ = _scrape_after(tmp_path, [["shutdown"], []])
+    assert samples[("otelstream_streams_active", "responses", None, None)] == 1
+    assert samples[("otelstream_streams_total", "responses", "completed", None)] == 10
