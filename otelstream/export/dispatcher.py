@@ -21,6 +21,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -74,12 +75,13 @@ class Dispatcher:
         if self._thread is None:
             self._ensure_started()
         done = threading.Event()
+        deadline = time.monotonic() + max(0.0, timeout)  # one bound for both waits
         try:
             # Blocking put: flush is the one place allowed to wait, and a full queue must drain below the marker.
             self._queue.put(done, timeout=max(0.0, timeout))
         except queue.Full:
             return False
-        return done.wait(max(0.0, timeout))
+        return done.wait(max(0.0, deadline - time.monotonic()))
 
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Drain what is queued, then stop the thread; later submissions are dropped."""

@@ -43,6 +43,24 @@ def test_full_queue_drops_without_blocking_and_flush_times_out() -> None:
     d.shutdown()
 
 
+def test_flush_timeout_bounds_the_whole_wait() -> None:
+    """With the queue full, flush first waits for room for its marker, then for the marker: both within `timeout`."""
+    taken = threading.Event()
+
+    def slow(item: Any) -> None:
+        taken.set()
+        time.sleep(1.0)
+
+    d = Dispatcher(slow, 1)
+    assert d.submit(1) and taken.wait(5.0)
+    assert d.submit(2)  # one in the worker's hands, one queued: full
+    t0 = time.perf_counter()
+    flushed = d.flush(1.2)  # room at ~1 s; the marker would be handled at ~2 s
+    elapsed = time.perf_counter() - t0
+    assert not flushed and elapsed < 1.8
+    d.shutdown()
+
+
 def test_shutdown_drains_then_rejects() -> None:
     seen: list[int] = []
     d = Dispatcher(seen.append, 100)
