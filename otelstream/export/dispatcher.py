@@ -53,7 +53,7 @@ class Dispatcher:
         ref = weakref.ref(self)
         # Bound through a weak reference: the interpreter keeps these callbacks forever, the dispatcher must not.
         os.register_at_fork(after_in_child=lambda: _call(ref, "_after_fork"))
-        atexit.register(_call, ref, "_at_exit")
+        _at_exit_before_providers(lambda: _call(ref, "_at_exit"))
 
     # --- caller side -----------------------------------------------------------------------------------------
     def submit(self, item: Any) -> bool:
@@ -139,6 +139,21 @@ class Dispatcher:
     def _at_exit(self) -> None:
         if self._thread is not None and not self._closed and not self.flush(self._atexit_timeout):
             logger.warning("otelstream: %d stream report(s) not exported at exit", self.pending)
+
+
+def _at_exit_before_providers(callback: Callable[[], None]) -> None:
+    """Run ``callback`` at exit before any ``atexit`` handler: the OTel SDK's providers shut down from ``atexit``,
+    and one created after ``instrument()`` would shut down (LIFO) before a drain registered there, so the spans it
+    hands over would meet a closed exporter. Python's own exit hooks for threads run first (after the program's
+    non-daemon threads have finished; ``concurrent.futures`` uses them the same way)."""
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(callback)
+            return
+    except RuntimeError:  # registering while the interpreter is already shutting down
+        pass
+    atexit.register(callback)
 
 
 def _call(ref: weakref.ref[Dispatcher], method: str) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -114,3 +116,22 @@ def test_thread_restarts_in_forked_child() -> None:
     assert d.flush(5.0)
     assert seen[-1][1] == "parent-again"
     d.shutdown()
+
+
+EXIT_ORDER = """
+import atexit, time
+from otelstream.export.dispatcher import Dispatcher
+
+seen = []
+d = Dispatcher(lambda item: (time.sleep(0.2), seen.append(item)), 10)
+atexit.register(lambda: print("provider shutdown, after", seen, flush=True))  # registered later: runs first (LIFO)
+d.submit("last report")
+"""
+
+
+def test_queue_drained_at_exit_before_providers_registered_later_shut_down() -> None:
+    """A tracer provider built after instrument() shuts down from an atexit hook registered after the dispatcher's:
+    the queue is drained before every atexit hook, so the last reports still meet a working exporter."""
+    out = subprocess.run([sys.executable, "-c", EXIT_ORDER], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "provider shutdown, after ['last report']"
