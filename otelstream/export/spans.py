@@ -129,7 +129,10 @@ class SpanSink:
             return
         handle.events_left -= 1
         handle.live_stalls.append(t_pull_ns)
-        t0 = handle.start.t_request_ns or handle.mono_anchor_ns
+        # from the last attempt's send, as the report's stalls (the start's time is the first attempt's)
+        ref = handle.tracker_ref
+        tracker = ref() if ref is not None else None
+        t0 = getattr(tracker, "t_request", 0) or handle.start.t_request_ns or handle.mono_anchor_ns
         handle.span.add_event(
             names.SPAN_EVENT_STALL,
             {

@@ -32,6 +32,7 @@ class FakeTracker:
         self.start = start
         self.clock = clock
         self.t_pull = 0
+        self.t_request = start.t_request_ns  # the last attempt's send (a retry moves it)
         self.t_last_ns = clock()  # the send (adapters stamp it)
         self.t_last_event = 0  # the last event (the tracker stamps it)
         self.ended = False

@@ -47,6 +47,30 @@ def test_stall_event_once_per_stall(make_pipeline: Any, clock: Clock, span_expor
     assert stall_events[0].timestamp - span.start_time == 1_000_000_000
 
 
+def test_live_stall_offset_is_from_the_last_attempt(
+    make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """After a retry, the live stall event measures its offset from the last attempt's send, as the report does."""
+    p = make_pipeline(stall_threshold_s=30)
+    start = make_start(t_request_ns=clock())
+    tracker = FakeTracker(start, clock)
+    h = p.stream_started(start, tracker)
+    clock.advance(2)
+    tracker.t_request = clock()  # the first attempt failed; the retry was sent 2 s later
+    clock.advance(1)
+    tracker.t_pull = clock()
+    clock.advance(31)
+    p.watchdog.tick()
+    tracker.ended = True
+    stalls = (Stall(1.0, 31.0),)  # the same stall in the report: not added again
+    report = make_report(start, t_request_ns=tracker.t_request, t_end_ns=clock(), stalls=stalls, stall_count=1)
+    p.stream_finished(report, h)
+    assert p.flush(5.0)
+    (span,) = span_exporter.get_finished_spans()
+    (event,) = [e for e in span.events if e.name == names.SPAN_EVENT_STALL]
+    assert (event.attributes or {})[names.ATTR_STALL_OFFSET] == 1.0
+
+
 def test_idle_stream_is_abandoned_once(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
     p = make_pipeline(abandon_after_s=600)
     start = make_start(t_request_ns=clock())
