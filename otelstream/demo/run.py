@@ -43,11 +43,20 @@ SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETION
 _TERMINAL_WS: Final = ("response.completed", "response.failed", "response.incomplete", "error")
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     presets = ", ".join(F.PRESETS)
-    parser.add_argument("--streams", type=int, default=DEFAULT_STREAMS, help="streams to run (default %(default)s)")
     parser.add_argument(
-        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="streams open at once (default %(default)s)"
+        "--streams", type=_positive, default=DEFAULT_STREAMS, help="streams to run (default %(default)s)"
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive, default=DEFAULT_CONCURRENCY, help="streams open at once (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=1, help="plan seed: same seed, same outcome counts (default 1)")
     parser.add_argument(
@@ -464,23 +473,35 @@ def _serve_forever(provider: Any, metrics_url: str | None, args: argparse.Namesp
         print(f"  Prometheus scrape target:           {metrics_url}", file=out)
     print("  light traffic continues with the same fault mix so dashboards keep moving", file=out)
     out.flush()
-    clients = make_clients(provider, max(1, args.concurrency // 4))
-    seed = args.seed
-    quiet = Progress(0, enabled=False)
     try:
-        while True:
-            seed += 1
-            jobs = plan(max(4, args.concurrency // 4), mix, seed)
-            asyncio.run(drive(jobs, clients, max(1, args.concurrency // 4), quiet))
-            time.sleep(1.0)
+        asyncio.run(serve_rounds(provider, mix, max(1, args.concurrency // 4), args.seed))
     except KeyboardInterrupt:
         print("\nstopped", file=out)
+
+
+async def serve_rounds(
+    provider: Any, mix: F.FaultMix, concurrency: int, seed: int, rounds: int | None = None
+) -> dict[str, int]:
+    """``--serve``'s light traffic: a round of streams every second, in one event loop (the async clients' pooled
+    connections belong to the loop they were opened in: a loop per round failed every async stream after the first
+    round as if the provider were down). Returns what the SDKs raised, by exception type."""
+    clients = make_clients(provider, concurrency)
+    quiet = Progress(0, enabled=False)
+    raised: dict[str, int] = {}
+    done = 0
+    while rounds is None or done < rounds:
+        seed += 1
+        for name, n in (await drive(plan(max(4, concurrency), mix, seed), clients, concurrency, quiet)).items():
+            raised[name] = raised.get(name, 0) + n
+        done += 1
+        await asyncio.sleep(1.0)
+    return raised
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         result = execute(args, keep_serving=bool(args.serve))
-    except (RuntimeError, ValueError) as exc:
+    except (RuntimeError, ValueError, OSError) as exc:  # OSError: e.g. --provider-port already in use
         print(f"otelstream demo: {exc}", file=sys.stderr)
         return 2
     if not args.serve:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import random
+import socket
 
 import pytest
 
@@ -91,3 +93,22 @@ def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     table = T.parse_outcome_table(printed)
     assert table["total"][names.COMPLETED] == 9 and table["total"][names.CUT] == 3
     assert "every outcome above is what the fault plan promised" in printed
+
+
+def test_serve_rounds_keep_working_after_the_first(provider: object) -> None:
+    """--serve's light traffic: with a healthy mix, no round raises (every async stream after the first round failed
+    with a connection error when each round ran in a new event loop)."""
+    assert asyncio.run(R.serve_rounds(provider, F.FaultMix.parse("healthy"), 4, seed=1, rounds=3)) == {}
+
+
+def test_bad_numbers_and_a_busy_provider_port_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in (("--streams", "-5"), ("--concurrency", "0")):
+        with pytest.raises(SystemExit) as exited:
+            _args(*bad)
+        assert exited.value.code == 2
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert R.run(_args("--streams", "4", "--provider-port", str(busy.getsockname()[1]))) == 2
+    err = capsys.readouterr().err
+    assert "not a positive number" in err and "otelstream demo:" in err and "Traceback" not in err
