@@ -84,6 +84,23 @@ class _LiveCollector:
         yield stalled_f
 
 
+class _NoCreated:
+    """No ``_created`` sample: the OTel Prometheus exporter makes none, and DESIGN §4's series are the same either
+    way (else one more series per counter and histogram label set). Per family: prometheus_client's own switch is
+    process-wide and would change the application's metrics too."""
+
+    def _child_samples(self) -> tuple[Any, ...]:
+        return tuple(s for s in super()._child_samples() if s.name != "_created")  # type: ignore[misc]
+
+
+class _Counter(_NoCreated, Counter):  # type: ignore[misc]
+    pass
+
+
+class _Histogram(_NoCreated, Histogram):  # type: ignore[misc]
+    pass
+
+
 def _doc(family: str) -> str:
     return next(s.doc for s in SPECS if s.prom == family)
 
@@ -102,9 +119,9 @@ class PromFamilies:
             for spec in SPECS:
                 labelnames = LABELNAMES[spec.prom]
                 if spec.kind == "histogram":
-                    m: Any = Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
+                    m: Any = _Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
                 elif spec.kind == "counter":
-                    m = Counter(spec.prom, spec.doc, labelnames, registry=registry)
+                    m = _Counter(spec.prom, spec.doc, labelnames, registry=registry)
                 elif self.multiprocess:
                     # livesum: the sum over live processes (a dead worker's open streams are not open any more).
                     m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="livesum")

@@ -19,11 +19,11 @@ Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def series(registry: CollectorRegistry) -> Series:
-    """Every sample; labels with an empty value dropped (Prometheus: empty label == absent); no _created."""
+    """Every sample; labels with an empty value dropped (Prometheus: empty label == absent)."""
     out: Series = {}
     for fam in registry.collect():
         for s in fam.samples:
-            if s.name.endswith("_created") or s.name == "target_info":
+            if s.name == "target_info":
                 continue
             # `le` spelled differently by the two writers (1.048576e+06 vs 1048576.0): Prometheus reads a float.
             labels = frozenset((k, repr(float(v)) if k == "le" else v) for k, v in s.labels.items() if v != "")

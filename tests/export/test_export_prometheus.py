@@ -168,6 +168,22 @@ def test_model_cap_allowlist_and_length(make_pipeline: Any, clock: Clock, regist
     assert per_model == {"m1": 2, "m2": 1, names.MODEL_OTHER: 3, "pinned": 1, names.MODEL_UNKNOWN: 1}
 
 
+def test_no_created_series_and_the_applications_metrics_keep_theirs(
+    make_pipeline: Any, clock: Clock, registry: CollectorRegistry
+) -> None:
+    """The OTel exporter makes no `_created` series, so neither does the native sink; prometheus_client's switch is
+    process-wide, so it is left alone: an application counter in the same registry keeps its `_created`."""
+    mine = Counter("app_requests", "the application's own", registry=registry)
+    mine.inc()
+    p = make_pipeline()
+    run_stream(p, clock)
+    assert p.flush(5.0)
+    text = generate_latest(registry).decode()
+    assert "otelstream_streams_total{" in text
+    created = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if "_created" in line.split(" ")[0]}
+    assert created == {"app_requests_created"}
+
+
 def test_pipeline_twice_same_registry(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
     p1 = make_pipeline()
     run_stream(p1, clock)
