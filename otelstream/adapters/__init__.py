@@ -14,9 +14,9 @@ from otelstream.core.listener import StreamListener
 
 def _all_patches() -> list[Patch]:
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
-    from otelstream.adapters import anthropic_sse, openai_sse, openai_ws
+    from otelstream.adapters import _common, anthropic_sse, openai_sse, openai_ws
 
-    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES]
+    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *_common.PATCHES]
 
 
 def install(listener: StreamListener, *, stall_threshold_s: float = 30.0) -> None:

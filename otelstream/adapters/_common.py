@@ -45,7 +45,7 @@ from typing import Any
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
 from otelstream import _guard, names
-from otelstream.adapters._patch import Wrapper
+from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import StreamStart
 from otelstream.core.tracker import StreamTracker
@@ -408,6 +408,22 @@ def error_type_of(exc: BaseException) -> str | None:
         if isinstance(value, str) and value:
             return value[:64]
     return None
+
+
+def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``httpx2.Client.send`` / ``AsyncClient.send``: while an SDK send path of one of our calls runs (``sending``),
+    the request leaves here, after the SDK prepared it (anthropic signs or refreshes a token in ``_prepare_request``,
+    inside ``_attempt_request``): ``t_request`` is this moment, the last such send winning. For the async client the
+    coroutine is created here, right where the SDK awaits it. Clients of any other kind keep the SDK hook's time."""
+    call = CURRENT.get()
+    if call is not None and call.sending and not call.bound:
+        with _guard.guard("adapters.http_send"):
+            tracker = call.tracker
+            tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
+    return wrapped(*args, **kwargs)
+
+
+PATCHES = (Patch("httpx2", "Client.send", http_send), Patch("httpx2", "AsyncClient.send", http_send))
 
 
 Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]"], "Call | None"]

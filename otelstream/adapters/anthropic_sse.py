@@ -7,7 +7,9 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
   *inside* the SDK's own call span (``request()`` makes it current at ``:1250``), so the span we start there nests
   under it (DESIGN §4: the SDK keeps the one CLIENT span, ours is an INTERNAL child). Bedrock rewrites the URL later,
   in ``_attempt_request`` → ``_prepare_options``, so the surface is still ``/v1/messages`` here.
-- ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; ``t_request`` and retries.
+- ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; retries, and ``t_request``,
+  stamped again when httpx2 sends (``_common.http_send``): the attempt first runs ``_prepare_request`` (``:1440``),
+  where Vertex refreshes its token and Bedrock signs, which is not the provider's time.
 - ``Stream.__init__`` / ``AsyncStream.__init__`` (``_streaming.py:33``, ``:154``), post-hook: the SDK iterates a
   *copy* of the Stream (``_iterator`` is ``copy(self).__stream__()``, ``:47-51``), so the call is put in the
   instance here (the shallow copy carries it) and the watch goes on this, the caller's object.
@@ -158,10 +160,12 @@ def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     with _guard.guard("anthropic.attempt"):
         token = _attempt_enter(call)
     result: Any = None
+    call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it
     try:
         result = wrapped(*args, **kwargs)
         return result
     finally:
+        call.sending -= 1
         _attempt_exit(call, token, result)
 
 
@@ -173,10 +177,12 @@ async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwa
     with _guard.guard("anthropic.attempt"):
         token = _attempt_enter(call)
     result: Any = None
+    call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it
     try:
         result = await wrapped(*args, **kwargs)
         return result
     finally:
+        call.sending -= 1
         _attempt_exit(call, token, result)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import openai
 import pytest
@@ -177,3 +178,33 @@ def test_failures_surface_in_strict_mode(rec: RecordingListener) -> None:
     rec.fail = True
     with pytest.raises(RuntimeError, match="injected"):
         list(openai_client().responses.create(model="gpt-test", input="x", stream=True))
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_anthropic_request_preparation_is_not_in_ttfd(rec: RecordingListener, is_async: bool) -> None:
+    """Vertex refreshes its token and Bedrock signs in `_prepare_request`, inside `_attempt_request`: t_request is
+    when httpx2 sends, after that (0.3 s of preparation here, then the canned body at once)."""
+    if not is_async:
+        client = anthropic_client()
+
+        def slow(request: object) -> None:
+            time.sleep(0.3)
+
+        client._prepare_request = slow  # type: ignore[method-assign]
+        list(client.messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True))
+    else:
+        aclient = async_anthropic_client()
+
+        async def aslow(request: object) -> None:
+            await asyncio.sleep(0.3)
+
+        aclient._prepare_request = aslow  # type: ignore[method-assign]
+
+        async def go() -> None:
+            async for _ in await aclient.messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True):
+                pass
+
+        asyncio.run(go())
+    r = rec.one()
+    assert r.outcome == names.COMPLETED
+    assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns < 250_000_000
