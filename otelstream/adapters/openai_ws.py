@@ -37,11 +37,12 @@ import collections
 import json
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from otelstream import _guard, names
 from otelstream.adapters import _common as c
-from otelstream.adapters._patch import Patch
+from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.report import StreamStart
 
 _CONNECTION_CLASSES = frozenset({"ResponsesConnection", "AsyncResponsesConnection"})
@@ -160,7 +161,7 @@ def _provider(ws: _Ws) -> str:
     return names.PROVIDER_AZURE if host is not None and host.endswith(".azure.com") else names.PROVIDER_OPENAI
 
 
-def _created(ws: _Ws, stream_id: str | None, model: object) -> None:
+def _created(ws: _Ws, stream_id: str | None, model: object) -> c.Call | None:
     """A ``response.create`` is being sent: start its span and queue it on its lane."""
     listener = ws.listener
     start = StreamStart(
@@ -176,6 +177,20 @@ def _created(ws: _Ws, stream_id: str | None, model: object) -> None:
     call = c.begin_call(start, parent=ws.handle, listener=listener)
     if call is not None:
         ws.lane(stream_id).pending.append(call)
+    return call
+
+
+def _withdrawn(ws: _Ws | None, call: c.Call | None, exc: BaseException) -> None:
+    """The send of a ``response.create`` raised (the SDK refused it, or the socket was gone): no response will answer
+    it, so it must not wait on its lane for the next one; it ends as a request that never produced a stream."""
+    if ws is None or call is None:
+        return
+    with _guard.guard("openai_ws.send"):
+        for lane in ws.lanes.values():
+            if call in lane.pending:
+                lane.pending.remove(call)
+                c.fail_unbound(call, exc)
+                return
 
 
 # --- sends ----------------------------------------------------------------------------------------------
@@ -189,49 +204,60 @@ def _create_payload(data: Any) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) and payload.get("type") == "response.create" else None
 
 
-def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+Sent = tuple["_Ws | None", "c.Call | None"]
+
+
+def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
     with _guard.guard("openai_ws.send"):
         payload = _create_payload(args[0] if args else kwargs.get("data"))
         if payload is None:
-            return
+            return None, None
         ws = _ws_of(instance)
         if ws is not None:
             sid = payload.get("stream_id")
             response = payload.get("response")  # older shape nested the params under "response"
             model = payload.get("model") or (response.get("model") if isinstance(response, dict) else None)
-            _created(ws, sid if isinstance(sid, str) else None, model)
+            return ws, _created(ws, sid if isinstance(sid, str) else None, model)
+    return None, None
 
 
-def _send_raw_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _before_send_raw(instance, args, kwargs)
-    return wrapped(*args, **kwargs)
-
-
-async def _send_raw_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _before_send_raw(instance, args, kwargs)
-    return await wrapped(*args, **kwargs)
-
-
-def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
     with _guard.guard("openai_ws.lane_send"):
         event = args[0] if args else kwargs.get("event")
         fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
         if fields.get("type") != "response.create":
-            return
+            return None, None
         ws = _ws_of(instance._session.connection)
         if ws is not None:
-            _created(ws, instance._state.stream_id, fields.get("model"))
+            return ws, _created(ws, instance._state.stream_id, fields.get("model"))
+    return None, None
 
 
-def _lane_send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    # registered before the write: the session's reader thread may parse response.created before send returns
-    _before_lane_send(instance, args, kwargs)
-    return wrapped(*args, **kwargs)
+def _send_wrappers(before: Callable[[Any, tuple[Any, ...], dict[str, Any]], Sent]) -> tuple[Wrapper, Wrapper]:
+    """Sync and async wrappers of a send: the create is registered before the write (the session's reader thread may
+    parse response.created before send returns) and withdrawn if the send raises."""
+
+    def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        ws, call = before(instance, args, kwargs)
+        try:
+            return wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _withdrawn(ws, call, exc)
+            raise
+
+    async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        ws, call = before(instance, args, kwargs)
+        try:
+            return await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _withdrawn(ws, call, exc)
+            raise
+
+    return sync, async_
 
 
-async def _lane_send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _before_lane_send(instance, args, kwargs)
-    return await wrapped(*args, **kwargs)
+_send_raw_sync, _send_raw_async = _send_wrappers(_before_send_raw)
+_lane_send_sync, _lane_send_async = _send_wrappers(_before_lane_send)
 
 
 # --- receives -------------------------------------------------------------------------------------------
@@ -276,9 +302,8 @@ def _observe(conn: Any, event: Any) -> None:
             return  # not part of a response we know of
         lane.current = call
     tracker = call.tracker
-    if ws.t_pull:
+    if not tracker.t_pull:  # a response that began during this pull (a server-chained successor)
         tracker.t_pull = ws.t_pull
-        ws.t_pull = 0
     tracker.event(event, None)
     if tracker.terminal:
         lane.current = None
@@ -322,10 +347,24 @@ def _may_reconnect(instance: Any, code: int) -> bool:
     )
 
 
+def _pulling(ws: _Ws) -> None:
+    """The reader waits for the socket's next event: every response open or asked for on the connection waits with
+    it, until an event of its own arrives (a wait that began at an earlier pull goes on: while another lane's events
+    come in, a lane the server keeps silent is still waiting, not being consumed). A few lanes at most."""
+    now = ws.t_pull = c.RUNTIME.clock()
+    for lane in ws.lanes.values():
+        call = lane.current
+        if call is not None and not call.tracker.t_pull:
+            call.tracker.t_pull = now
+        for call in lane.pending:
+            if not call.tracker.t_pull:
+                call.tracker.t_pull = now
+
+
 def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     ws = instance.__dict__.get(c.KEY)
     if ws is not None:
-        ws.t_pull = c.RUNTIME.clock()
+        _pulling(ws)
     try:
         return wrapped(*args, **kwargs)
     except Exception as exc:
@@ -336,7 +375,7 @@ def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs:
 async def _recv_bytes_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     ws = instance.__dict__.get(c.KEY)
     if ws is not None:
-        ws.t_pull = c.RUNTIME.clock()
+        _pulling(ws)
     try:
         return await wrapped(*args, **kwargs)
     except Exception as exc:

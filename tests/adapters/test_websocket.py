@@ -18,27 +18,40 @@ pytest.importorskip("websockets")
 
 
 async def _handler(ws: Any) -> None:
+    tasks = set()
     async for message in ws:
         cmd = json.loads(message)
-        sid = {"stream_id": cmd["stream_id"]} if cmd.get("stream_id") else {}
-        fault = (cmd.get("metadata") or {}).get("fault", "ok")
-        events = [
-            {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress"}},
-            {"type": "response.output_text.delta", "sequence_number": 1, "item_id": "m", "output_index": 0,
-             "content_index": 0, "delta": "Hi", "logprobs": []},
-            {"type": "response.completed", "sequence_number": 2, "response": {
-                "id": "r1", "status": "completed",
-                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}},
-        ]  # fmt: skip
-        for i, ev in enumerate(events):
-            if i == 2 and fault == "drop":
-                ws.transport.abort()
-                return
-            if i == 2 and fault == "close":
-                await ws.close(1000)
-                return
-            await asyncio.sleep(0.01)
-            await ws.send(json.dumps({**ev, **sid}))
+        if cmd.get("stream_id"):  # named lanes are answered concurrently, the default lane in order
+            task = asyncio.create_task(_respond(ws, cmd))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        else:
+            await _respond(ws, cmd)
+
+
+async def _respond(ws: Any, cmd: dict[str, Any]) -> None:
+    sid = {"stream_id": cmd["stream_id"]} if cmd.get("stream_id") else {}
+    fault = (cmd.get("metadata") or {}).get("fault", "ok")
+    events = [
+        {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress"}},
+        {"type": "response.output_text.delta", "sequence_number": 1, "item_id": "m", "output_index": 0,
+         "content_index": 0, "delta": "Hi", "logprobs": []},
+        {"type": "response.completed", "sequence_number": 2, "response": {
+            "id": "r1", "status": "completed",
+            "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}},
+    ]  # fmt: skip
+    if fault == "long":  # 40 deltas over ~0.8 s
+        events[1:2] = [{**events[1], "sequence_number": n} for n in range(1, 41)]
+        events[-1] = {**events[-1], "sequence_number": 41}
+    for i, ev in enumerate(events):
+        if i == 2 and fault == "drop":
+            ws.transport.abort()
+            return
+        if i == 2 and fault == "close":
+            await ws.close(1000)
+            return
+        await asyncio.sleep(0.6 if i == 2 and fault == "slow" else 0.02 if fault == "long" else 0.01)
+        await ws.send(json.dumps({**ev, **sid}))
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +153,33 @@ def test_ws_session_lanes(rec: RecordingListener, ws_url: str) -> None:
         assert final.id == "r1"
     r = rec.one()
     assert (r.stream_id, r.outcome, r.deltas) == ("x", names.COMPLETED, 1)
+
+
+def test_ws_a_silent_lane_waits_while_another_streams(rec: RecordingListener, ws_url: str) -> None:
+    """Lane a's server pauses 0.6 s while lane b streams and the caller pulls without pause: a's pause is a wait
+    (its max wait, a live stall over a 0.3 s threshold), not time its consumer spent."""
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi", stream_id="a", metadata={"fault": "slow"})
+        conn.response.create(model="gpt-test", input="hi", stream_id="b", metadata={"fault": "long"})
+        done = 0
+        for event in conn:
+            done += event.type == "response.completed"
+            if done == 2:
+                break
+    a = next(r for r in rec.reports if r.stream_id == "a")
+    assert a.outcome == names.COMPLETED
+    assert a.max_wait_ns >= 500_000_000 and a.consumer_ns < 200_000_000
+
+
+def test_ws_create_that_cannot_be_sent_is_not_left_waiting(rec: RecordingListener, ws_url: str) -> None:
+    """A create sent after the caller closed the connection raises: it ends as a request that never produced a
+    stream, instead of waiting on its lane for a response that will not come."""
+    with _client(ws_url).responses.connect() as conn:
+        conn.response.create(model="gpt-test", input="hi")
+        for event in conn:
+            if event.type == "response.completed":
+                break
+        conn.close()
+        with pytest.raises(Exception):  # noqa: B017 - websockets' ConnectionClosedOK
+            conn.response.create(model="gpt-test", input="again")
+    assert [r.outcome for r in rec.reports] == [names.COMPLETED, names.HTTP_ERROR]
