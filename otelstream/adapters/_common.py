@@ -231,14 +231,14 @@ def body_closed(call: Call) -> None:
 
 
 def _iteration_ending() -> bool:
-    """Whether the close runs inside a stream's own iteration on this thread's stack: an observing generator or
-    httpx2's raw iterator (once per stream). A pull waiting in another thread or task is on another stack."""
-    frame: types.FrameType | None = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code in _ITERATION_CODES:
-            return True
+    """Whether the close comes straight from a stream's own iteration (once per stream): an observing generator, the
+    SDK's stream loop or httpx2's raw iterator calling the response's close, on this stack. A close from anywhere else
+    is the caller's: from another thread or task while a pull waits, or from a signal handler that interrupted the
+    pull (its frame sits on top of the iteration's)."""
+    frame: types.FrameType | None = sys._getframe(3)  # the caller of our body's close
+    while frame is not None and frame.f_code in _RESPONSE_CLOSE_CODES:
         frame = frame.f_back
-    return False
+    return frame is not None and frame.f_code in _ITERATION_CODES
 
 
 def bind_response(call: Call, response: Any) -> None:
@@ -315,9 +315,18 @@ class _BodyBoth(_BodySync, httpx2.AsyncByteStream):
 
 
 # --- exception mapping (DESIGN §2) -------------------------------------------------------------------------
+def is_cancel(exc: BaseException) -> bool:
+    """The caller's task or program was cancelled or stopped: asyncio's cancellation, trio's (anyio on trio raises
+    it too; checked by name, trio is not a dependency), Ctrl-C, ``sys.exit()``."""
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+        return True
+    cls = type(exc)
+    return cls.__name__ == "Cancelled" and cls.__module__.startswith("trio")
+
+
 def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
     """The SDK-independent part: cancellation, transport and decode errors. None when undecided."""
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+    if is_cancel(exc):
         return "cancel", None
     if isinstance(exc, GeneratorExit):
         return "gc", None
@@ -366,6 +375,7 @@ _ITERATION_CODES = {
     httpx2.Response.iter_raw.__code__,
     httpx2.Response.aiter_raw.__code__,
 }
+_RESPONSE_CLOSE_CODES = {httpx2.Response.close.__code__, httpx2.Response.aclose.__code__}
 
 
 class ending:
@@ -513,6 +523,12 @@ def replica_of(func: Any, known: dict[str, Replica]) -> Replica | None:
     at the SDK's import, so that no stream pays for reading the source)."""
     if type(func) is not types.FunctionType:
         return None
+    # the SDK's loop closes the body in its finally, openai's also through its drain after [DONE] (HTTP/1.1): such
+    # a close is the iteration ending, not the caller's (body_closed), whether the loop runs wrapped or as our copy
+    _ITERATION_CODES.add(func.__code__)
+    drain = func.__globals__.get("drain_response_async")
+    if type(drain) is types.FunctionType:
+        _ITERATION_CODES.add(drain.__code__)
     replica: Replica | None = None
     try:
         src = inspect.getsource(func)
@@ -575,7 +591,7 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
         status = getattr(exc, "status_code", None)
         if isinstance(status, int):
             error_type = str(status)
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+    if is_cancel(exc):
         finish(call, "cancel")
     else:
         # a non-2xx answer still names the request (APIStatusError.response): keep the id for the support ticket

@@ -208,3 +208,32 @@ def test_anthropic_request_preparation_is_not_in_ttfd(rec: RecordingListener, is
     r = rec.one()
     assert r.outcome == names.COMPLETED
     assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns < 250_000_000
+
+
+def test_stopping_the_program_before_the_headers_is_a_cancel_not_an_http_error(rec: RecordingListener) -> None:
+    """SystemExit (a shutdown handler) or Ctrl-C while create() waits for the headers: the caller stopped, the
+    provider did not fail; the same as when it happens mid-stream."""
+    import httpx2
+
+    for stop in (SystemExit, KeyboardInterrupt):
+
+        def refuse(request: httpx2.Request, stop: type[BaseException] = stop) -> httpx2.Response:
+            raise stop()
+
+        client = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(refuse)))  # fmt: skip
+        with pytest.raises(stop):
+            client.chat.completions.create(model="gpt-test", messages=MSGS, stream=True)  # type: ignore[arg-type]
+    assert [(r.outcome, r.abandoned_reason) for r in rec.reports] == [(names.ABANDONED, names.ABANDON_CANCEL)] * 2
+
+
+def test_trio_cancellation_is_a_cancel() -> None:
+    """anyio on trio (and trio itself) cancel with trio's Cancelled, not asyncio's CancelledError; trio is not a
+    dependency, so it is recognised by name."""
+    from otelstream.adapters import _common
+
+    trio_cancelled = type("Cancelled", (BaseException,), {"__module__": "trio._core._run"})
+    assert _common.classify_common(trio_cancelled()) == ("cancel", None)
+    assert _common.classify_common(asyncio.CancelledError()) == ("cancel", None)
+    other = type("Cancelled", (Exception,), {"__module__": "myapp.jobs"})
+    assert _common.classify_common(other()) is None

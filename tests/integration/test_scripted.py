@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -253,5 +254,27 @@ def test_close_from_elsewhere_while_a_pull_waits(rec: RecordingListener, scripte
             await asyncio.gather(*tasks)
 
         asyncio.run(go())
+    r = rec.one()
+    assert (r.outcome, r.abandoned_reason, r.events) == (names.ABANDONED, names.ABANDON_CLOSE, 2)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs signal.setitimer (POSIX)")
+@pytest.mark.parametrize("surface", ALL)
+def test_close_from_a_signal_handler_while_a_pull_waits(rec: RecordingListener, scripted: ScriptedServer,
+                                                        surface: str) -> None:  # fmt: skip
+    """The sync timeout pattern: a SIGALRM handler closes the stream while the main thread waits in a pull. The
+    handler runs on top of the stream's own iteration, yet the close is the caller's."""
+    frames = FRAMES[surface]("ok")
+    key = scripted.add([*frames[:2], Pause(2.0), *frames[2:]])
+    stream = OPEN[surface](_client(scripted, surface, False, 5.0), {SCRIPT_HEADER: key})
+    previous = signal.signal(signal.SIGALRM, lambda *_: stream.close())
+    try:
+        with pytest.raises(Exception):  # noqa: B017 (each SDK raises its own connection error)
+            for i, _ in enumerate(stream):
+                if i == 1:  # the next pull waits for the pause
+                    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     r = rec.one()
     assert (r.outcome, r.abandoned_reason, r.events) == (names.ABANDONED, names.ABANDON_CLOSE, 2)
