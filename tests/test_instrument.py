@@ -87,3 +87,27 @@ def test_a_duration_argument_that_is_not_a_finite_number_is_refused_before_anyth
         with pytest.raises(ValueError, match="finite number of seconds"):
             otelstream.instrument(registry=_registry(), **bad)  # type: ignore[arg-type]
         assert not PATCHER.applied()
+
+
+FIRST_STREAM_OPEN_AT_EXIT = """
+import json, httpx2, openai, otelstream
+from prometheus_client import CollectorRegistry
+
+chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+         "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
+body = b"data: " + json.dumps(chunk).encode() + b"\\n\\n"
+otelstream.instrument(registry=CollectorRegistry())
+client = openai.OpenAI(api_key="k", base_url="http://mock.test/v1", http_client=httpx2.Client(
+    transport=httpx2.MockTransport(lambda request: httpx2.Response(200, content=body * 3,
+                                                                   headers={"content-type": "text/event-stream"}))))
+stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+next(iter(stream))  # the process's first stream, still open at exit: its report comes while the interpreter exits
+print("done", flush=True)
+"""
+
+
+def test_a_stream_still_open_at_exit_does_not_hang_the_exit() -> None:
+    """CPython 3.11 does not refuse a thread started while the interpreter exits: it hangs. The export thread of a
+    process whose first report comes only then must not be started."""
+    out = subprocess.run([sys.executable, "-c", FIRST_STREAM_OPEN_AT_EXIT], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr

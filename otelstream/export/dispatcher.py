@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -106,6 +107,11 @@ class Dispatcher:
     def _ensure_started(self) -> None:
         with self._start_lock:
             if self._thread is not None or self._closed:
+                return
+            if getattr(threading, "_SHUTTING_DOWN", False) or sys.is_finalizing():
+                # a stream collected while the interpreter exits: CPython 3.11 does not refuse a new thread then,
+                # it hangs the exit; what is queued now cannot be exported anyway
+                self._closed = True
                 return
             thread = threading.Thread(target=self._run, name=self._name, daemon=True)
             try:
