@@ -25,20 +25,35 @@ logger = logging.getLogger("otelstream")
 
 _EXPORT_ENV = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _EXPORTER_PACKAGES = {
-    "otlp": "opentelemetry-exporter-otlp (pip install 'otelstream[otlp]')",
     "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http (pip install 'otelstream[otlp]')",
     "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc",
     "zipkin": "opentelemetry-exporter-zipkin",
 }
+_OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
 
 
 def _exporter_names(env: Mapping[str, str]) -> list[str]:
     raw = env.get("OTEL_TRACES_EXPORTER", "").strip()
     if raw:
-        return [n.strip() for n in raw.split(",") if n.strip() and n.strip().lower() != "none"]
-    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        return ["otlp"]
-    return []
+        names = [n.strip() for n in raw.split(",") if n.strip() and n.strip().lower() != "none"]
+    elif env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        names = ["otlp"]
+    else:
+        names = []
+    return [_otlp_exporter(env) if n == "otlp" else n for n in names]
+
+
+def _otlp_exporter(env: Mapping[str, str]) -> str:
+    """"otlp" names no exporter package: the protocol setting picks one, as the OTel SDK's own configuration does.
+    Without one the SDK picks gRPC; here gRPC when it is installed, else HTTP (what ``otelstream[otlp]`` installs,
+    and the protocol the OTLP specification makes the default)."""
+    protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "").strip()
+    if protocol:
+        return _OTLP_BY_PROTOCOL.get(protocol, "otlp_proto_http")
+    from importlib.metadata import entry_points
+
+    grpc = entry_points(group="opentelemetry_traces_exporter", name="otlp_proto_grpc")
+    return "otlp_proto_grpc" if list(grpc) else "otlp_proto_http"
 
 
 def _sdk_provider_installed() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -53,3 +54,34 @@ def test_auto_non_finite_or_zero_durations_keep_their_defaults() -> None:
     out = _run(env)
     assert out.returncode == 0 and out.stdout.split()[0] == "patched", out.stderr
     assert all(f"OTELSTREAM_{name}" in out.stderr for name in ("ABANDON_AFTER_S", "STALL_THRESHOLD_S", "WATCHDOG"))
+
+
+NAMES = r"""
+import json, os
+from importlib.metadata import entry_points
+from otelstream.auto import _exporter_names  # (importing it instruments this throwaway process)
+cases = [{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+         {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+         {"OTEL_TRACES_EXPORTER": "otlp,console", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+          "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+         {"OTEL_TRACES_EXPORTER": "none"}]
+grpc = bool(list(entry_points(group="opentelemetry_traces_exporter", name="otlp_proto_grpc")))
+print(json.dumps([grpc, [_exporter_names(c) for c in cases]]))
+"""
+
+
+def test_otlp_names_the_exporter_the_protocol_picks() -> None:
+    """`otlp` (also implied by an OTLP endpoint alone) is no exporter package: the protocol picks one, as in the OTel
+    SDK's own configuration; without a protocol, gRPC when installed, else HTTP (what `otelstream[otlp]` installs)."""
+    out = subprocess.run([sys.executable, "-c", NAMES], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "OTELSTREAM_PROMETHEUS_METRICS": "false"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    grpc, names = json.loads(out.stdout)
+    assert names == [["otlp_proto_grpc" if grpc else "otlp_proto_http"], ["otlp_proto_http"],
+                     ["otlp_proto_grpc", "console"], []]  # fmt: skip
+
+
+def test_auto_with_only_an_otlp_endpoint_installs_a_provider() -> None:
+    out = _run({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
+    assert out.returncode == 0 and out.stdout.split()[0] == "patched"
+    assert "missing" not in out.stderr, out.stderr
