@@ -254,7 +254,10 @@ def _reader_exports_into(meter_provider: MeterProvider | None, registry: Collect
     if readers is None:
         readers = getattr(getattr(provider, "_sdk_config", None), "metric_readers", ())
     for reader in readers or ():
-        if type(reader).__name__ == "PrometheusMetricReader" and getattr(reader, "_registry", None) is registry:
+        # by name (the exporter is optional), subclasses included: opentelemetry-instrument's auto-configured
+        # reader is one
+        is_prometheus = any(k.__name__ == "PrometheusMetricReader" for k in type(reader).__mro__)
+        if is_prometheus and getattr(reader, "_registry", None) is registry:
             return True
     return False
 

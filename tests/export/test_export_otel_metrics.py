@@ -104,11 +104,16 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     mp.shutdown()
 
 
+class _AutoConfiguredReader(PrometheusMetricReader):
+    """What opentelemetry-instrument configures for OTEL_METRICS_EXPORTER=prometheus: a subclass."""
+
+
+@pytest.mark.parametrize("reader_class", [PrometheusMetricReader, _AutoConfiguredReader])
 def test_collision_with_reader_on_same_registry_warns(
-    make_pipeline: Any, clock: Clock, caplog: pytest.LogCaptureFixture
+    make_pipeline: Any, clock: Clock, caplog: pytest.LogCaptureFixture, reader_class: type[PrometheusMetricReader]
 ) -> None:
     shared = CollectorRegistry()
-    reader = PrometheusMetricReader(disable_target_info=True, registry=shared)
+    reader = reader_class(disable_target_info=True, registry=shared)
     mp = MeterProvider(metric_readers=[reader])
     with caplog.at_level(logging.WARNING, logger="otelstream"):
         p = make_pipeline(registry=shared, meter_provider=mp)
