@@ -111,6 +111,16 @@ class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         present = installed_sdks()
         return [_SDKS[name] for name in present[:1]] if present else list(_SDKS.values())
 
+    # BaseInstrumentor keeps its own on/off flag; otelstream's state is the one that counts, whichever API changed
+    # it (otelstream.uninstrument() then this instrument() must instrument again, and the reverse).
+    @property
+    def _is_instrumented_by_opentelemetry(self) -> bool:
+        return is_instrumented()
+
+    @_is_instrumented_by_opentelemetry.setter
+    def _is_instrumented_by_opentelemetry(self, value: bool) -> None:
+        pass
+
     def _instrument(self, **kwargs: Any) -> None:
         known = {f.name for f in dataclasses.fields(config.Settings)}
         instrument(

@@ -81,6 +81,20 @@ def test_instrumentor_any_of_dependencies() -> None:
     assert not PATCHER.applied()
 
 
+def test_instrumentor_and_the_functions_share_one_state() -> None:
+    """The instrumentor and otelstream.instrument()/uninstrument() may be mixed (opentelemetry-instrument, then the
+    application's own calls): each sees what the other did."""
+    inst = otelstream.OtelStreamInstrumentor()
+    inst.instrument(registry=_registry())
+    otelstream.uninstrument()
+    inst.instrument(registry=_registry())  # not "already instrumented": it was undone
+    assert PATCHER.applied()
+    otelstream.uninstrument()
+    otelstream.instrument(registry=_registry())
+    inst.uninstrument()  # undoes what instrument() did
+    assert not PATCHER.applied() and not inst.is_instrumented_by_opentelemetry
+
+
 def test_a_duration_argument_that_is_not_a_finite_number_is_refused_before_anything_is_patched() -> None:
     for bad in ({"abandon_after_s": float("inf")}, {"stall_threshold_s": -1.0}, {"watchdog_interval_s": 0},
                 {"stall_threshold_s": "30"}):  # fmt: skip
