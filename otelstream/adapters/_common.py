@@ -236,9 +236,19 @@ def _iteration_ending() -> bool:
     is the caller's: from another thread or task while a pull waits, or from a signal handler that interrupted the
     pull (its frame sits on top of the iteration's)."""
     frame: types.FrameType | None = sys._getframe(3)  # the caller of our body's close
-    while frame is not None and frame.f_code in _RESPONSE_CLOSE_CODES:
+    while frame is not None and _forwards_close(frame):
         frame = frame.f_back
     return frame is not None and frame.f_code in _ITERATION_CODES
+
+
+def _forwards_close(frame: types.FrameType) -> bool:
+    """The response's close, or another body wrapper's (anthropic's tracing wraps the body too) passing it on."""
+    code = frame.f_code
+    if code in _RESPONSE_CLOSE_CODES:
+        return True
+    return code.co_name in ("close", "aclose") and isinstance(
+        frame.f_locals.get("self"), (httpx2.SyncByteStream, httpx2.AsyncByteStream)
+    )
 
 
 def bind_response(call: Call, response: Any) -> None:
