@@ -65,7 +65,17 @@ class _Lane:
 
 class _Ws:
     __slots__ = (
-        "__weakref__", "close_lock", "closed", "finalizer", "handle", "host", "lanes", "listener", "port", "t_pull",
+        "__weakref__",
+        "close_lock",
+        "closed",
+        "finalizer",
+        "handle",
+        "host",
+        "lanes",
+        "listener",
+        "port",
+        "queued",
+        "t_pull",
     )  # fmt: skip
 
     def __init__(self, listener: Any, host: str | None, port: int | None) -> None:
@@ -75,6 +85,7 @@ class _Ws:
         self.handle: object = None  # the connection span's handle, set once by _ws_of right after construction
         self.lanes: dict[str | None, _Lane] = {}
         self.t_pull = 0
+        self.queued: list[c.Call] = []  # creates sent while the SDK reconnects: it queues them until the new socket
         self.closed = False
         self.close_lock = threading.Lock()
         self.finalizer: weakref.finalize[Any, Any] | None = None
@@ -217,7 +228,10 @@ def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any
             sid = payload.get("stream_id")
             response = payload.get("response")  # older shape nested the params under "response"
             model = payload.get("model") or (response.get("model") if isinstance(response, dict) else None)
-            return ws, _created(ws, sid if isinstance(sid, str) else None, model)
+            call = _created(ws, sid if isinstance(sid, str) else None, model)
+            if call is not None and instance.__dict__.get("_is_reconnecting"):
+                ws.queued.append(call)  # sent when the reconnect completes (_after_reconnect)
+            return ws, call
     return None, None
 
 
@@ -410,7 +424,12 @@ def _after_reconnect(instance: Any, exc: Any, ok: object) -> None:
             return
         rcvd = getattr(exc, "rcvd", None)
         code = int(rcvd.code) if rcvd is not None else 1006
+        queued, ws.queued = ws.queued, []
         if ok is True:
+            # the SDK sent what it queued during the backoff just now, at the end of its reconnect
+            now = c.RUNTIME.clock()
+            for call in queued:
+                call.tracker.t_request = call.tracker.t_last_ns = now
             ws.listener.connection_event(ws.handle, names.SPAN_EVENT_RECONNECT, {"close_code": code})
             return
         # No new socket: the connection is over (also when the caller closed it, or it ended normally).

@@ -183,3 +183,22 @@ def test_ws_create_that_cannot_be_sent_is_not_left_waiting(rec: RecordingListene
         with pytest.raises(Exception):  # noqa: B017 - websockets' ConnectionClosedOK
             conn.response.create(model="gpt-test", input="again")
     assert [r.outcome for r in rec.reports] == [names.COMPLETED, names.HTTP_ERROR]
+
+
+def test_ws_create_sent_during_a_reconnect_is_timed_from_its_send(rec: RecordingListener, ws_url: str) -> None:
+    """A create sent from on_reconnecting waits in the SDK's queue through the backoff (0.5 s here): its TTFD starts
+    when the new socket sends it, not when it was queued."""
+    holder: dict[str, Any] = {}
+
+    def on_reconnecting(event: Any) -> None:
+        holder["conn"].response.create(model="gpt-test", input="again")
+
+    with _client(ws_url).responses.connect(on_reconnecting=on_reconnecting, initial_delay=0.5, max_delay=0.5) as conn:
+        holder["conn"] = conn
+        conn.response.create(model="gpt-test", input="hi", metadata={"fault": "drop"})
+        for event in conn:
+            if event.type == "response.completed":
+                break
+    dropped, resent = rec.reports
+    assert (dropped.outcome, resent.outcome) == (names.TRANSPORT_ERROR, names.COMPLETED)
+    assert resent.time_to_first_delta_ns is not None and resent.time_to_first_delta_ns < 400_000_000
