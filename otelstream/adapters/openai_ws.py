@@ -273,6 +273,44 @@ def _send_wrappers(before: Callable[[Any, tuple[Any, ...], dict[str, Any]], Sent
 _send_raw_sync, _send_raw_async = _send_wrappers(_before_send_raw)
 _lane_send_sync, _lane_send_async = _send_wrappers(_before_lane_send)
 
+_QUEUED = c.KEY + "_queued"  # on a connection manager: the creates its send() queued before the connection existed
+
+
+def _manager_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ResponsesConnectionManager.send``: callable before the connection exists; the SDK queues the event and its
+    ``__enter__`` sends it (through the connection's queue, not ``send_raw``). Remember the creates until then."""
+    result = wrapped(*args, **kwargs)
+    with _guard.guard("openai_ws.manager_send"):
+        event = args[0] if args else kwargs.get("event")
+        fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
+        if fields.get("type") == "response.create":
+            sid = fields.get("stream_id")
+            queued = instance.__dict__.setdefault(_QUEUED, [])
+            queued.append((sid if isinstance(sid, str) else None, fields.get("model")))
+    return result
+
+
+def _entered(manager: Any, connection: Any) -> None:
+    """The manager's ``__enter__`` built the connection and sent what was queued: those creates were sent now."""
+    with _guard.guard("openai_ws.manager_enter"):
+        queued = manager.__dict__.pop(_QUEUED, None)
+        ws = _ws_of(connection) if queued else None
+        if ws is not None:
+            for sid, model in queued:
+                _created(ws, sid, model)
+
+
+def _manager_enter(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    connection = wrapped(*args, **kwargs)
+    _entered(instance, connection)
+    return connection
+
+
+async def _manager_aenter(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    connection = await wrapped(*args, **kwargs)
+    _entered(instance, connection)
+    return connection
+
 
 # --- receives -------------------------------------------------------------------------------------------
 def _parse_event(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -463,6 +501,10 @@ PATCHES = (
             ("AsyncResponsesConnection", "recv_bytes", _recv_bytes_async),
             ("ResponsesConnection", "__init__", _init),
             ("AsyncResponsesConnection", "__init__", _init),
+            ("ResponsesConnectionManager", "send", _manager_send),
+            ("AsyncResponsesConnectionManager", "send", _manager_send),
+            ("ResponsesConnectionManager", "__enter__", _manager_enter),
+            ("AsyncResponsesConnectionManager", "__aenter__", _manager_aenter),
         )
     ),
     Patch("openai._websocket_connection", "WebSocketConnectionBase.send_raw", _send_raw_sync),

@@ -202,3 +202,16 @@ def test_ws_create_sent_during_a_reconnect_is_timed_from_its_send(rec: Recording
     dropped, resent = rec.reports
     assert (dropped.outcome, resent.outcome) == (names.TRANSPORT_ERROR, names.COMPLETED)
     assert resent.time_to_first_delta_ns is not None and resent.time_to_first_delta_ns < 400_000_000
+
+
+def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingListener, ws_url: str) -> None:
+    """The manager's send() may queue a create before the connection exists; entering sends it: it is the caller's
+    request (model, its own t_request), not a response the server chained on its own."""
+    manager = _client(ws_url).responses.connect()
+    manager.send({"type": "response.create", "model": "gpt-test", "input": "hi"})
+    with manager as conn:
+        for event in conn:
+            if event.type == "response.completed":
+                break
+    r = rec.one()
+    assert (r.outcome, r.request_model) == (names.COMPLETED, "gpt-test")
