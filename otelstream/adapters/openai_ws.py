@@ -332,26 +332,27 @@ def _observe(conn: Any, event: Any) -> None:
     if type(d) is not dict:
         return
     sid = d.get("stream_id")
+    if not isinstance(sid, str):
+        sid = None  # (the lanes our sends made are keyed by a string or None)
     lane = ws.lanes.get(sid)
-    if lane is None:
-        lane = ws.lane(sid)
-    call = lane.current
+    call = lane.current if lane is not None else None
     if call is None:
         typ = d.get("type")
         if typ in _NOT_A_START:
             return  # a steer acknowledgement between responses belongs to none
-        if lane.pending:
+        if lane is not None and lane.pending:
             call = lane.pending.popleft()
         elif typ == "response.created":
             # a server-chained successor (after steering or completion): timed from the previous end
-            _created(ws, sid, None)
-            if not lane.pending:
+            call = _created(ws, sid, None)
+            lane = ws.lanes.get(sid)
+            if call is None or lane is None or call not in lane.pending:
                 return
-            call = lane.pending.popleft()
+            lane.pending.remove(call)
             if lane.last_end:
                 call.tracker.t_request = lane.last_end
         else:
-            return  # not part of a response we know of
+            return  # not part of a response we know of (no lane is made for it: the server names the lanes)
         lane.current = call
     tracker = call.tracker
     if not tracker.t_pull:  # a response that began during this pull (a server-chained successor)
@@ -361,6 +362,21 @@ def _observe(conn: Any, event: Any) -> None:
         lane.current = None
         lane.last_end = tracker.t_terminal
         c.finish(call, "eof")
+        if len(ws.lanes) > _IDLE_LANES_KEPT:
+            _prune(ws)
+
+
+# idle lanes kept for their last end (a server-chained successor is timed from it); beyond, the oldest idle ones go,
+# so a connection that uses a new stream_id per response holds a bounded number of lanes
+_IDLE_LANES_KEPT = 32
+
+
+def _prune(ws: _Ws) -> None:
+    for sid, lane in list(ws.lanes.items()):
+        if lane.current is None and not lane.pending:
+            ws.lanes.pop(sid, None)
+            if len(ws.lanes) <= _IDLE_LANES_KEPT:
+                return
 
 
 def _closed(instance: Any, exc: BaseException) -> None:
@@ -404,11 +420,12 @@ def _pulling(ws: _Ws) -> None:
     it, until an event of its own arrives (a wait that began at an earlier pull goes on: while another lane's events
     come in, a lane the server keeps silent is still waiting, not being consumed). A few lanes at most."""
     now = ws.t_pull = c.RUNTIME.clock()
-    for lane in ws.lanes.values():
+    # snapshots (copied in C, under the GIL): the caller's thread may add a create while a session's reader pulls
+    for lane in list(ws.lanes.values()):
         call = lane.current
         if call is not None and not call.tracker.t_pull:
             call.tracker.t_pull = now
-        for call in lane.pending:
+        for call in tuple(lane.pending):
             if not call.tracker.t_pull:
                 call.tracker.t_pull = now
 
@@ -416,7 +433,10 @@ def _pulling(ws: _Ws) -> None:
 def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     ws = instance.__dict__.get(c.KEY)
     if ws is not None:
-        _pulling(ws)
+        try:
+            _pulling(ws)
+        except Exception as exc:  # our bug: never the caller's
+            _guard.report("openai_ws.recv", exc)
     try:
         return wrapped(*args, **kwargs)
     except Exception as exc:
@@ -427,7 +447,10 @@ def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs:
 async def _recv_bytes_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     ws = instance.__dict__.get(c.KEY)
     if ws is not None:
-        _pulling(ws)
+        try:
+            _pulling(ws)
+        except Exception as exc:  # our bug: never the caller's
+            _guard.report("openai_ws.recv", exc)
     try:
         return await wrapped(*args, **kwargs)
     except Exception as exc:

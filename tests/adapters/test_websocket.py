@@ -215,3 +215,19 @@ def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingLis
                 break
     r = rec.one()
     assert (r.outcome, r.request_model) == (names.COMPLETED, "gpt-test")
+
+
+def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: RecordingListener, ws_url: str) -> None:
+    """A long-lived connection that names a new lane for every response: finished lanes are let go beyond a few
+    dozen (each held ≈1 KB, and every pull walked them all)."""
+    from otelstream.adapters import openai_ws
+
+    with _client(ws_url).responses.connect() as conn:
+        for i in range(80):
+            conn.response.create(model="gpt-test", input="hi", stream_id=f"lane-{i}")
+            for event in conn:
+                if event.type == "response.completed":
+                    break
+        lanes = len(conn.__dict__[openai_ws.c.KEY].lanes)
+    assert len(rec.reports) == 80 and all(r.outcome == names.COMPLETED for r in rec.reports)
+    assert lanes <= openai_ws._IDLE_LANES_KEPT
