@@ -125,3 +125,19 @@ def test_a_stream_still_open_at_exit_does_not_hang_the_exit() -> None:
     process whose first report comes only then must not be started."""
     out = subprocess.run([sys.executable, "-c", FIRST_STREAM_OPEN_AT_EXIT], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+
+
+def test_instrument_cycles_leave_no_exit_or_fork_hooks_behind() -> None:
+    """Exit and fork hooks cannot be unregistered: they are registered once per process, not per pipeline (each
+    instrument()/uninstrument() cycle used to leave three behind, ≈1 KB)."""
+    import threading
+
+    def cycle() -> None:
+        otelstream.instrument(registry=_registry())
+        otelstream.uninstrument()
+
+    cycle()
+    before = len(getattr(threading, "_threading_atexits", []))
+    for _ in range(5):
+        cycle()
+    assert len(getattr(threading, "_threading_atexits", [])) == before

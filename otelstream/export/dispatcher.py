@@ -51,10 +51,7 @@ class Dispatcher:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._closed = False
-        ref = weakref.ref(self)
-        # Bound through a weak reference: the interpreter keeps these callbacks forever, the dispatcher must not.
-        os.register_at_fork(after_in_child=lambda: _call(ref, "_after_fork"))
-        _at_exit_before_providers(lambda: _call(ref, "_at_exit"))
+        _LIVE.add(self)  # for the fork and exit hooks, registered once per process (they cannot be unregistered)
 
     # --- caller side -----------------------------------------------------------------------------------------
     def submit(self, item: Any) -> bool:
@@ -162,10 +159,16 @@ def _at_exit_before_providers(callback: Callable[[], None]) -> None:
     atexit.register(callback)
 
 
-def _call(ref: weakref.ref[Dispatcher], method: str) -> None:
-    obj = ref()
-    if obj is not None:
+def _each(method: str) -> None:
+    for obj in list(_LIVE):
         try:
             getattr(obj, method)()
         except Exception as exc:  # runs inside fork/atexit machinery: never raise there
             logger.debug("otelstream: %s failed: %r", method, exc)
+
+
+# Held weakly: the interpreter keeps the hooks forever, a dispatcher that is gone must not be (nor one hook per
+# dispatcher ever made: instrument()/uninstrument() cycles).
+_LIVE: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: _each("_after_fork"))
+_at_exit_before_providers(lambda: _each("_at_exit"))

@@ -115,8 +115,7 @@ class Watchdog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _after_fork(ref))
+        _LIVE.add(self)  # for the fork hook, registered once per process
 
     def ensure_started(self) -> None:
         if self._thread is not None:
@@ -193,16 +192,18 @@ class Watchdog:
             on_tick(live._tally(active_keys), live._tally(stalled_keys))
 
 
-def _after_fork(ref: weakref.ref[Watchdog]) -> None:
-    wd = ref()
-    if wd is None:
-        return
-    # The parent's open streams are the parent's; the child reports only its own.
-    wd.live.clear()
-    wd._thread = None
-    wd._lock = threading.Lock()
-    if not wd._stop.is_set():
-        wd._stop = threading.Event()
+def _after_fork() -> None:
+    for wd in list(_LIVE):
+        # The parent's open streams are the parent's; the child reports only its own.
+        wd.live.clear()
+        wd._thread = None
+        wd._lock = threading.Lock()
+        if not wd._stop.is_set():
+            wd._stop = threading.Event()
+
+
+_LIVE: weakref.WeakSet[Watchdog] = weakref.WeakSet()  # weakly: one hook for every watchdog ever made
+os.register_at_fork(after_in_child=_after_fork)
 
 
 __all__ = ["Counts", "LabelKey", "LiveStreams", "Watchdog"]
