@@ -376,8 +376,8 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
             tracker.t_pull = clock()
 
 
-# where a stream's own iteration closes its body: our generators, the adapters' copies of the SDKs' stream loops
-# (added by ``stream_wrapper``) and httpx2's raw iterators (a cancelled pull closes the body there, while the throw
+# where a stream's own iteration closes its body: our generators, the SDKs' stream loops and our copies of them
+# (added by ``replica_of``) and httpx2's raw iterators (a cancelled pull closes the body there, while the throw
 # that reaches it leaves the generators around it off the frame chain)
 _ITERATION_CODES = {
     observe_sync.__code__,
@@ -545,6 +545,7 @@ def replica_of(func: Any, known: dict[str, Replica]) -> Replica | None:
         found = known.get(hashlib.sha256(src.encode()).hexdigest())
         if found is not None and _compiles_to(src, func.__code__):
             replica = functools.partial(found, sdk=func.__globals__)
+            _ITERATION_CODES.add(found.__code__)  # our copy runs the loop: its finally closes the body too
     except Exception:  # no source (a zipped or .pyc-only install), an unreadable file: wrap
         replica = None
     _replicas[func] = replica
@@ -569,8 +570,6 @@ def stream_wrapper(
     """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
     helper iterates): when ``take(stream)`` names a call, the adapter's copy of the SDK's generator (``known``), or
     the SDK's generator wrapped by ``observe_sync`` / ``observe_async``."""
-
-    _ITERATION_CODES.update(replica.__code__ for replica in known.values() if hasattr(replica, "__code__"))
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None

@@ -235,11 +235,17 @@ def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     return None, None
 
 
+def _create_event(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The fields of a ``send(event)``'s event (a dict or an SDK model) when it is a ``response.create``."""
+    event = args[0] if args else kwargs.get("event")
+    fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
+    return fields if fields.get("type") == "response.create" else None  # type: ignore[no-any-return]
+
+
 def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
     with _guard.guard("openai_ws.lane_send"):
-        event = args[0] if args else kwargs.get("event")
-        fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
-        if fields.get("type") != "response.create":
+        fields = _create_event(args, kwargs)
+        if fields is None:
             return None, None
         ws = _ws_of(instance._session.connection)
         if ws is not None:
@@ -281,9 +287,8 @@ def _manager_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     ``__enter__`` sends it (through the connection's queue, not ``send_raw``). Remember the creates until then."""
     result = wrapped(*args, **kwargs)
     with _guard.guard("openai_ws.manager_send"):
-        event = args[0] if args else kwargs.get("event")
-        fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
-        if fields.get("type") == "response.create":
+        fields = _create_event(args, kwargs)
+        if fields is not None:
             sid = fields.get("stream_id")
             queued = instance.__dict__.setdefault(_QUEUED, [])
             queued.append((sid if isinstance(sid, str) else None, fields.get("model")))
