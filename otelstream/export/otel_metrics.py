@@ -20,7 +20,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport
-from otelstream.export import otel_direct
+from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
 from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
 from otelstream.export.watchdog import Counts, LiveStreams
@@ -93,8 +93,8 @@ class OtelMetricsSink:
         self._i = instruments.instruments
         instruments.sources.add(live)
         self._live = live
-        # Per instrument, the SDK fast path (otel_direct), or None where only the API may be used.
-        self._direct: dict[str, otel_direct.Direct | None] = {}
+        # Per instrument, the SDK fast path (_sdk_internals.otel_aggregations), or None where only the API may be used.
+        self._direct: dict[str, otel_aggregations.Direct | None] = {}
         # The label sets are bounded (capped models, closed enums): each one's attribute dict is built once and then
         # shared by every record (the SDK only reads it). Only the export thread uses this.
         self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
@@ -112,7 +112,7 @@ class OtelMetricsSink:
             family = names.PROM_TIME_PER_OUTPUT_CHUNK
             key = (family, handle.labels[:3])
             # Each bucket's mean, count times (exact placement, count and sum): one record (it carries the exemplar
-            # context), then the rest weighted when the SDK allows it (otel_direct), else one record each.
+            # context), then the rest weighted when the SDK allows it (otel_aggregations), else one record each.
             for _, count, _, mean in merge:
                 self._record(family, key, mean, ctx)
                 if count > 1 and not self._add(family, key, mean, count - 1):
@@ -146,7 +146,7 @@ class OtelMetricsSink:
     def _direct_failed(self, family: str, exc: Exception) -> None:
         # not the SDK the self-check saw: the API from now on for this instrument
         self._direct[family] = None
-        _guard.report("export.otel_direct", exc)
+        _guard.report("export.otel_aggregations", exc)
 
     def _attributes(self, key: tuple[str, tuple[str, ...]]) -> dict[str, str]:
         attrs = self._attrs.get(key)
@@ -154,15 +154,15 @@ class OtelMetricsSink:
             attrs = self._attrs[key] = attributes(*key)
         return attrs
 
-    def _fast(self, family: str) -> otel_direct.Direct | None:
+    def _fast(self, family: str) -> otel_aggregations.Direct | None:
         try:
             return self._direct[family]
         except KeyError:
             pass
         inst = self._i[family]
-        direct = otel_direct.direct(inst)
+        direct = otel_aggregations.direct(inst)
         # the API's proxy instrument gets its SDK instrument only once a global provider is set: ask again later
-        if direct is not None or getattr(inst, "_real_instrument", 0) is not None:
+        if direct is not None or not otel_aggregations.proxy_pending(inst):
             self._direct[family] = direct
         return direct
 

@@ -22,6 +22,7 @@ from otelstream import _guard, names
 from otelstream.config import Settings
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.export import prometheus as prom
+from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle
 from otelstream.export.labels import ModelLabels
@@ -247,19 +248,9 @@ def _default_registry() -> CollectorRegistry:
 
 
 def _reader_exports_into(meter_provider: MeterProvider | None, registry: CollectorRegistry) -> bool:
-    """Does ``meter_provider`` have an OTel PrometheusMetricReader writing into ``registry``?"""
-    provider: Any = meter_provider if meter_provider is not None else _global_meter_provider()
-    # SDK internals (they moved between SDK versions): absent on other providers → no collision detected.
-    readers = getattr(provider, "_metric_readers", None)
-    if readers is None:
-        readers = getattr(getattr(provider, "_sdk_config", None), "metric_readers", ())
-    for reader in readers or ():
-        # by name (the exporter is optional), subclasses included: opentelemetry-instrument's auto-configured
-        # reader is one
-        is_prometheus = any(k.__name__ == "PrometheusMetricReader" for k in type(reader).__mro__)
-        if is_prometheus and getattr(reader, "_registry", None) is registry:
-            return True
-    return False
+    """Does ``meter_provider`` (or the global one) have an OTel PrometheusMetricReader writing into ``registry``?"""
+    provider = meter_provider if meter_provider is not None else _global_meter_provider()
+    return otel_readers.reader_exports_into(provider, registry)
 
 
 def _global_meter_provider() -> Any:

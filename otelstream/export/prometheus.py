@@ -16,21 +16,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
-import math
 import threading
 import time
 import weakref
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.samples import Exemplar
 
 from otelstream import names
 from otelstream.core.report import StreamReport
+from otelstream.export._sdk_internals import prometheus_histogram
+from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import ModelLabels
 from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
@@ -84,20 +83,11 @@ class _LiveCollector:
         yield stalled_f
 
 
-class _NoCreated:
-    """No ``_created`` sample: the OTel Prometheus exporter makes none, and DESIGN §4's series are the same either
-    way (else one more series per counter and histogram label set). Per family: prometheus_client's own switch is
-    process-wide and would change the application's metrics too."""
-
-    def _child_samples(self) -> tuple[Any, ...]:
-        return tuple(s for s in super()._child_samples() if s.name != "_created")  # type: ignore[misc]
-
-
-class _Counter(_NoCreated, Counter):  # type: ignore[misc]
+class _Counter(NoCreated, Counter):  # type: ignore[misc]
     pass
 
 
-class _Histogram(_NoCreated, Histogram):  # type: ignore[misc]
+class _Histogram(NoCreated, Histogram):  # type: ignore[misc]
     pass
 
 
@@ -188,7 +178,7 @@ class PrometheusSink:
             if family in _COUNTERS:
                 child.inc(value)
             else:
-                observe(child, parts, value, exemplar, now)
+                prometheus_histogram.observe(child, parts, value, exemplar, now)
         self._merge_chunks(report, handle.labels[:3], exemplar, now)
 
     def _merge_chunks(
@@ -198,27 +188,17 @@ class PrometheusSink:
         if not merge:
             return
         child, parts = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
-        if parts is None or len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
-            # prometheus_client changed its internals: the public API, one call per chunk
-            for _, count, _, mean in merge:
-                for _ in range(count):
-                    child.observe(mean)
-            return
-        # Each local bucket's count and the exact sum added directly: O(buckets) instead of O(chunks).
-        _, buckets, total = parts
-        for i, count, _, _ in merge:
-            buckets[i].inc(count)
-        total.inc(sum(s for _, _, s, _ in merge))
-        if exemplar is not None:
-            i, _, _, mean = merge[-1]  # the slowest gaps are the ones worth a trace link
-            buckets[i].set_exemplar(Exemplar(exemplar, mean, now))
+        if parts is not None and len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
+            parts = None  # not the buckets the tracker counted in: one observe() per chunk
+        # Each local bucket's count and the exact sum added at once: O(buckets) instead of O(chunks).
+        prometheus_histogram.add_buckets(child, parts, merge, exemplar, now)
 
-    def _child(self, family: str, label_values: tuple[str, ...]) -> tuple[Any, _HistogramParts | None]:
+    def _child(self, family: str, label_values: tuple[str, ...]) -> tuple[Any, prometheus_histogram.Parts | None]:
         key = (family, label_values)
         found = self._children.get(key)
         if found is None:
             child = self._m[family].labels(*label_values)
-            found = self._children[key] = (child, histogram_parts(child))
+            found = self._children[key] = (child, prometheus_histogram.parts(child))
         return found
 
     def count_drop(self, labels: tuple[str, str, str, str]) -> None:
@@ -236,36 +216,6 @@ class PrometheusSink:
 
 
 _COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")
-_HistogramParts = tuple[list[float], list[Any], Any]  # upper bounds (+Inf last), bucket values, sum value
-
-
-def observe(
-    child: Any, parts: _HistogramParts | None, value: float, exemplar: dict[str, str] | None, now: float
-) -> None:
-    """``child.observe(value, exemplar)`` with the same result, without prometheus_client's linear scan of the bounds
-    and its validation of otelstream's own fixed-shape exemplar on every call."""
-    if parts is None or value != value:  # (NaN: prometheus_client decides, as for any caller)
-        child.observe(value, exemplar)
-        return
-    bounds, buckets, total = parts
-    i = bisect_left(bounds, value)  # the first bound >= value: ``le`` is inclusive
-    total.inc(value)
-    buckets[i].inc(1)
-    if exemplar is not None:
-        buckets[i].set_exemplar(Exemplar(exemplar, value, now))
-
-
-def histogram_parts(child: Any) -> _HistogramParts | None:
-    """A labelled Histogram's bounds and values, or None when prometheus_client's internals are not what the sink
-    writes into (then every observation goes through the public API)."""
-    bounds = getattr(child, "_upper_bounds", None)
-    buckets = getattr(child, "_buckets", None)
-    total = getattr(child, "_sum", None)
-    if not isinstance(child, Histogram) or not isinstance(bounds, list) or not isinstance(buckets, list):
-        return None
-    if len(bounds) != len(buckets) or not bounds or bounds[-1] != math.inf or not hasattr(total, "inc"):
-        return None
-    return bounds, buckets, total
 
 
 _port_warned = False

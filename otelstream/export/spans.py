@@ -21,7 +21,6 @@ from opentelemetry.util.types import AttributeValue
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
-from otelstream.export import span_direct
 from otelstream.export.handle import ConnectionHandle, StreamHandle
 
 Attrs = dict[str, AttributeValue]
@@ -151,7 +150,7 @@ class SpanSink:
         span = handle.span
         if not span.is_recording():
             return
-        span_direct.set_attributes(span, report_attributes(report, internal=handle.internal))
+        span.set_attributes(report_attributes(report, internal=handle.internal))
         if handle.events_left > 0:
             self._add_events(report, handle)
         if report.is_bad:

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
-from otelstream.export import prometheus
+from otelstream.export._sdk_internals import prometheus_histogram
 
 COMMON = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test"}
 
@@ -279,11 +279,11 @@ def test_direct_observe_equals_prometheus_client_observe(with_exemplar: bool) ->
     for direct in (True, False):
         registry = CollectorRegistry()
         child = Histogram("h", "h", ["model"], registry=registry, buckets=bounds).labels("m")
-        parts = prometheus.histogram_parts(child)
+        parts = prometheus_histogram.parts(child)
         assert parts is not None  # the installed prometheus_client has the internals the sink writes into
         for v in values:
             if direct:
-                prometheus.observe(child, parts, v, exemplar, 1_700_000_000.0)
+                prometheus_histogram.observe(child, parts, v, exemplar, 1_700_000_000.0)
             else:
                 child.observe(v, exemplar)
         # the exemplar timestamps differ (now vs time.time()): compare everything else
@@ -297,8 +297,8 @@ def test_direct_observe_equals_prometheus_client_observe(with_exemplar: bool) ->
 def test_direct_observe_falls_back_without_the_internals() -> None:
     changed = Histogram("h", "h", ["model"], registry=CollectorRegistry()).labels("m")
     changed._buckets = ()  # as if prometheus_client had changed: not a list of values
-    assert prometheus.histogram_parts(changed) is None
+    assert prometheus_histogram.parts(changed) is None
     registry = CollectorRegistry()
-    prometheus.observe(Histogram("g", "g", registry=registry), None, 0.5, None, 0.0)
+    prometheus_histogram.observe(Histogram("g", "g", registry=registry), None, 0.5, None, 0.0)
     assert registry.get_sample_value("g_count") == 1
     assert registry.get_sample_value("g_bucket", {"le": "0.5"}) == 1

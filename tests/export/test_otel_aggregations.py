@@ -1,5 +1,5 @@
-"""The SDK fast path of the OTel metrics sink (otelstream/export/otel_direct.py) collects exactly what API calls do,
-exemplars included, and is really taken."""
+"""The SDK fast path of the OTel metrics sink (otelstream/export/_sdk_internals/otel_aggregations.py) collects
+exactly what API calls do, exemplars included, and is really taken."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from prometheus_client import CollectorRegistry
 
 from otelstream import _guard, names
 from otelstream.core.report import SequenceStats, Usage
-from otelstream.export import otel_direct, otel_metrics, span_direct
+from otelstream.export import otel_metrics
+from otelstream.export._sdk_internals import otel_aggregations
 
 CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 
@@ -78,10 +79,10 @@ def collect(make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch, *
             **provider_kw: Any) -> list[tuple[Any, ...]]:  # fmt: skip
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(otel_direct, "direct", lambda inst: None)
+            m.setattr(otel_aggregations, "direct", lambda inst: None)
         # The same random sequence in both runs: the same trace and span ids, the same reservoir choices (the
         # self-checks draw too, once per process: before the seed)
-        assert otel_direct.usable() and span_direct.usable()
+        assert otel_aggregations.usable()
         random.seed(20261201)
         reader = InMemoryMetricReader(**provider_kw.pop("reader_kw", {}))
         mp = MeterProvider(metric_readers=[reader], **provider_kw)
@@ -94,7 +95,7 @@ def collect(make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch, *
 
 
 def test_self_check_passes_on_the_installed_sdk() -> None:
-    assert otel_direct.usable()
+    assert otel_aggregations.usable()
 
 
 def test_direct_equals_api(make_pipeline: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,13 +164,13 @@ def test_not_an_sdk_instrument() -> None:
         def record(self, *a: Any, **k: Any) -> None:
             pass
 
-    assert otel_direct.direct(Foreign()) is None
+    assert otel_aggregations.direct(Foreign()) is None
 
 
 def test_declines_until_the_api_created_the_aggregation_and_for_what_the_api_rejects() -> None:
     mp = MeterProvider(metric_readers=[InMemoryMetricReader()])
     hist = mp.get_meter("t").create_histogram("h")
-    direct = otel_direct.direct(hist)
+    direct = otel_aggregations.direct(hist)
     assert direct is not None
     attrs, ctx = {"a": "b"}, trace.set_span_in_context(trace.INVALID_SPAN)
     assert direct.record(0.5, attrs, "a", ctx) is False
@@ -191,7 +192,7 @@ def test_weighted_add_equals_records() -> None:
         mp = MeterProvider(metric_readers=[reader])
         hist = mp.get_meter("t").create_histogram("h", explicit_bucket_boundaries_advisory=[0.1, 1.0])
         hist.record(0.5, {"a": "b"})
-        direct = otel_direct.direct(hist)
+        direct = otel_aggregations.direct(hist)
         assert direct is not None
         for value in (2.0, 0.01):
             if weighted:
@@ -214,14 +215,14 @@ def test_a_failing_direct_path_falls_back_to_the_api(
     def broken(*a: Any, **k: Any) -> bool:
         raise AttributeError("_attributes_aggregation")
 
-    monkeypatch.setattr(otel_direct.Direct, "record", broken)
-    monkeypatch.setattr(otel_direct.Direct, "add", broken)
+    monkeypatch.setattr(otel_aggregations.Direct, "record", broken)
+    monkeypatch.setattr(otel_aggregations.Direct, "add", broken)
     monkeypatch.delenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", raising=False)
     errors = len(_guard.errors)
     assert collect(make_pipeline, clock, monkeypatch, fast=True) == expected
     reported = _guard.errors[errors:]
     del _guard.errors[errors:]
-    assert reported and {where for where, _ in reported} == {"export.otel_direct"}
+    assert reported and {where for where, _ in reported} == {"export.otel_aggregations"}
     assert len(reported) <= len(otel_metrics.SPECS)  # once per instrument, then the API only
 
 
@@ -231,8 +232,8 @@ def test_every_reader_gets_every_point(make_pipeline: Any, clock: Clock, monkeyp
     for fast in (False, True):
         with monkeypatch.context() as m:
             if not fast:
-                m.setattr(otel_direct, "direct", lambda inst: None)
-            assert otel_direct.usable() and span_direct.usable()
+                m.setattr(otel_aggregations, "direct", lambda inst: None)
+            assert otel_aggregations.usable()
             random.seed(7)
             readers = [InMemoryMetricReader(), InMemoryMetricReader()]
             mp = MeterProvider(metric_readers=readers)

@@ -27,7 +27,7 @@ from collections.abc import Hashable, Mapping
 from time import time_ns
 from typing import Any
 
-from otelstream.export.selfcheck import SelfCheck
+from otelstream.export._sdk_internals.selfcheck import SelfCheck
 
 _Attrs = Mapping[str, str]
 _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for good (delta reader)
@@ -208,6 +208,12 @@ def _point(p: Any) -> tuple[Any, ...]:
     if histogram:
         return (p.count, p.sum, tuple(p.bucket_counts), p.min, p.max, dict(p.attributes or {}), exemplars)
     return (p.value, dict(p.attributes or {}), exemplars)
+
+
+def proxy_pending(instrument: Any) -> bool:
+    """True for the API's proxy instrument while no global MeterProvider has given it an SDK instrument (ask
+    ``direct()`` again later)."""
+    return getattr(instrument, "_real_instrument", 0) is None
 
 
 # whether the direct paths give what the API gives on the installed SDK (checked once per process)

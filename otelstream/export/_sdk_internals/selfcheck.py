@@ -1,7 +1,7 @@
 """A check that runs once per process, the first time its answer is needed.
 
-The direct SDK paths (``otel_direct``, ``span_direct``) are used only after such a check has shown, on the installed
-OpenTelemetry SDK, that they give what the public API gives.
+Each write into another library's private state in this package is used only after such a check has shown, on the
+installed release, that it gives what the public API gives.
 """
 
 from __future__ import annotations
