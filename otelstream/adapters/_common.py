@@ -32,6 +32,7 @@ import functools
 import hashlib
 import inspect
 import logging
+import os
 import sys
 import textwrap
 import threading
@@ -44,7 +45,7 @@ from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
-from otelstream import _guard, names
+from otelstream import _guard, _process, names
 from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import StreamStart
@@ -111,11 +112,14 @@ UNOBSERVED, OBSERVED_WRAPPED, OBSERVED_INLINE = 0, 1, 2
 class Call:
     """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
 
-    __slots__ = ("attempts", "bound", "listener", "observed", "sending", "sse_name", "tracker", "watcher")
+    __slots__ = (
+        "attempts", "bound", "generation", "listener", "observed", "sending", "sse_name", "tracker", "watcher"
+    )  # fmt: skip
 
     def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
         self.tracker = tracker
         self.listener = listener
+        self.generation = _process.generation  # a forked child leaves the parent's calls to the parent
         self.attempts = 0
         self.sending = 0  # nesting depth of send wrappers (openai's auth retry re-enters _send_request)
         self.bound = False  # a Stream was built for it
@@ -164,7 +168,10 @@ def begin_call(
 
 
 def finish(call: Call, how: str, error_type: str | None = None) -> None:
-    """End the call's stream (first end wins) and hand the report to the listener."""
+    """End the call's stream (first end wins) and hand the report to the listener. In a forked child a call the
+    parent started is the parent's: whatever ends it here, nothing is reported."""
+    if call.generation != _process.generation:
+        return
     with _guard.guard("adapters.finish"):
         report = call.tracker.end(how, error_type)
         if report is None:
@@ -198,6 +205,11 @@ def _collected(watcher: _Watch) -> None:
     call = _WATCHED.pop(watcher, None)
     if call is not None and not _exiting:
         finish(call, "gc")
+
+
+# A forked child's copies of the parent's watches: dropping them here (their calls stay with the objects) means no
+# collection in the child reports a parent's stream, nor keeps a reference per inherited stream.
+os.register_at_fork(after_in_child=_WATCHED.clear)
 
 
 @atexit.register

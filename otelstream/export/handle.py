@@ -8,6 +8,7 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
+from otelstream import _process
 from otelstream.core.report import StreamStart
 
 
@@ -23,6 +24,7 @@ class StreamHandle:
         "ended",
         "events_left",
         "finished",
+        "generation",
         "internal",
         "labels",
         "live_stalls",
@@ -64,6 +66,12 @@ class StreamHandle:
         self.ended = False  # the span was ended (exactly once, on the dispatcher thread)
         self.stall_mark = 0  # t_pull of the wait already reported live as a stall
         self.live_stalls: list[int] = []  # t_pull values (ns) of stalls already added as span events
+        self.generation = _process.generation
+
+    @property
+    def inherited(self) -> bool:
+        """Started before an ``os.fork()`` this process is the child of: the parent's stream, not reported here."""
+        return self.generation != _process.generation
 
     def wall_ns(self, mono_ns: int) -> int:
         """Monotonic tracker time → wall-clock ns, via the anchor pair taken when the span started."""
@@ -83,8 +91,14 @@ class _Strong:
 class ConnectionHandle:
     """A WebSocket connection span; per-response spans name it as their parent."""
 
-    __slots__ = ("__weakref__", "closed", "span")
+    __slots__ = ("__weakref__", "closed", "generation", "span")
 
     def __init__(self, span: Span) -> None:
         self.span = span
         self.closed = False
+        self.generation = _process.generation
+
+    @property
+    def inherited(self) -> bool:
+        """Opened before an ``os.fork()`` this process is the child of: the parent's connection."""
+        return self.generation != _process.generation

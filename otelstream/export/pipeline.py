@@ -121,8 +121,10 @@ class Pipeline:
 
     @_guard.guarded("export.stream_finished", None)
     def stream_finished(self, report: StreamReport, handle: object) -> None:
-        if not isinstance(handle, StreamHandle) or handle.finished:
-            return  # exactly one report per stream: a second call (or a foreign handle) is ignored
+        if not isinstance(handle, StreamHandle) or handle.finished or handle.inherited:
+            # exactly one report per stream: a second call (or a foreign handle) is ignored; so is, in a forked
+            # child, a stream of the parent's (the parent reports it)
+            return
         handle.finished = True
         # queue first, then leave the live set: a retired pipeline shuts down once the live set is empty, and its
         # shutdown drains the queue, so the report must already be in it
@@ -137,13 +139,13 @@ class Pipeline:
 
     @_guard.guarded("export.connection_event", None)
     def connection_event(self, handle: object, name: str, attributes: dict[str, str | int | float | bool]) -> None:
-        if isinstance(handle, ConnectionHandle) and not handle.closed:
+        if isinstance(handle, ConnectionHandle) and not handle.closed and not handle.inherited:
             handle.span.add_event(name, attributes)
 
     @_guard.guarded("export.connection_closed", None)
     def connection_closed(self, handle: object, error_type: str | None) -> None:
-        if not isinstance(handle, ConnectionHandle) or handle.closed:
-            return
+        if not isinstance(handle, ConnectionHandle) or handle.closed or handle.inherited:
+            return  # a forked child's copy of the parent's connection is the parent's to close
         handle.closed = True
         # Ending a span runs its processors (maybe a blocking exporter): that belongs on the export thread too.
         self.dispatcher.submit((_CONN_CLOSED, handle, error_type, time.time_ns()))
