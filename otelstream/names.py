@@ -101,6 +101,14 @@ MAX_REPORTED_ANOMALIES: Final = 32  # a report lists at most this many; counts s
 MAX_SPAN_EVENTS: Final = 16
 MAX_RECORDED_STALLS: Final = 8
 
+# --- text on telemetry (otelstream/core/sanitize.py) ---------------------------------------------------
+# Every string from the caller or the server (models, ids, finish reasons, error codes, anomaly details) is cut to
+# these many characters, its non-printable characters (controls, bidi and other format characters, surrogates)
+# replaced, before it becomes a label, a span name, a span attribute or a span event attribute.
+MAX_TEXT_LENGTH: Final = 256
+MAX_SPAN_NAME_LENGTH: Final = 128  # "{operation} {model}": a span name is a grouping key, not a record
+TEXT_REPLACEMENT: Final = "\ufffd"
+
 # --- spans -------------------------------------------------------------------------------------------
 SPAN_STREAM_INTERNAL: Final = "otelstream.stream"  # INTERNAL child when an SDK/peer CLIENT span is current
 SPAN_WEBSOCKET: Final = "otelstream.websocket"  # WebSocket connection span

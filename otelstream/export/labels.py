@@ -3,7 +3,8 @@
 Every metric carries ``gen_ai_request_model``. Its value comes from the request (the caller's code), not from the
 server, but callers can still pass unbounded strings (fine-tune ids, deployment names with dates). The first
 ``cap`` distinct values keep their name; later ones become ``_OTHER``; an allow-list pins the models that matter
-outside the cap; every value is truncated to ``max_length``.
+outside the cap; every value is cleaned (``core.sanitize``: valid UTF-8, no control characters) and truncated to
+``max_length``: one unencodable label would make every later scrape of the registry fail.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from collections.abc import Iterable
 
 from otelstream import names
+from otelstream.core.sanitize import clean_text
 
 
 class ModelLabels:
@@ -31,7 +33,7 @@ class ModelLabels:
             # Allow-listed names are admitted up front so they never consume the cap.
             for m in allowlist:
                 if m and m not in self._known:
-                    self._known[m] = m[: self._max_length]
+                    self._known[m] = clean_text(m, self._max_length)
 
     def value(self, model: str | None) -> str:
         if not model:
@@ -47,6 +49,6 @@ class ModelLabels:
                 # Not remembered: remembering every rejected name would itself be unbounded memory.
                 return names.MODEL_OTHER
             self._admitted += 1
-            label = model[: self._max_length]
+            label = clean_text(model, self._max_length)
             self._known[model] = label
             return label

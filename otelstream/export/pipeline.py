@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from otelstream import _guard, names
 from otelstream.config import Settings
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.sanitize import clean_attributes, clean_text
 from otelstream.export import prometheus as prom
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
@@ -140,7 +141,9 @@ class Pipeline:
     @_guard.guarded("export.connection_event", None)
     def connection_event(self, handle: object, name: str, attributes: dict[str, str | int | float | bool]) -> None:
         if isinstance(handle, ConnectionHandle) and not handle.closed and not handle.inherited:
-            handle.span.add_event(name, attributes)
+            attrs = dict(attributes)
+            clean_attributes(attrs)
+            handle.span.add_event(clean_text(name), attrs)
 
     @_guard.guarded("export.connection_closed", None)
     def connection_closed(self, handle: object, error_type: str | None) -> None:

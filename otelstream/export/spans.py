@@ -6,7 +6,9 @@ processors and possibly a blocking exporter) runs on the dispatcher thread, with
 from the tracker's monotonic clock through an anchor pair (wall, monotonic) taken when the span started.
 
 No prompt, output text, tool argument, header (except the request id) or credential ever reaches a span: every
-attribute below is a count, a time, an id or a bounded enum taken from the report.
+attribute below is a count, a time, an id or a bounded enum taken from the report. Every string (span name,
+attributes, event attributes, status description) is cleaned on its way in (``core.sanitize``): a model or id from
+the caller or the server that is not valid UTF-8 would otherwise make the OTLP encoder drop the whole batch.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from opentelemetry.util.types import AttributeValue
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.sanitize import clean_attributes, clean_text
 from otelstream.export.handle import ConnectionHandle, StreamHandle
 
 Attrs = dict[str, AttributeValue]
 
-_MAX_DETAIL = 256
 _STALL_MATCH_NS = 5_000_000  # a report stall within 5 ms of a live-reported one is the same stall
 
 
@@ -100,7 +102,8 @@ class SpanSink:
             name, kind = names.SPAN_STREAM_INTERNAL, SpanKind.INTERNAL
         else:
             name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
-            kind = SpanKind.CLIENT
+            name, kind = clean_text(name, names.MAX_SPAN_NAME_LENGTH), SpanKind.CLIENT
+        clean_attributes(attrs)
         try:
             span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
         except Exception as exc:
@@ -118,6 +121,7 @@ class SpanSink:
             attrs[names.ATTR_SERVER_ADDRESS] = server_address
         if server_port is not None:
             attrs[names.ATTR_SERVER_PORT] = server_port
+        clean_attributes(attrs)
         span = self._tracer.start_span(names.SPAN_WEBSOCKET, kind=SpanKind.CLIENT, attributes=attrs)
         return ConnectionHandle(span)
 
@@ -154,7 +158,7 @@ class SpanSink:
         if handle.events_left > 0:
             self._add_events(report, handle)
         if report.is_bad:
-            span.set_status(Status(StatusCode.ERROR, report.error_type or report.outcome))
+            span.set_status(Status(StatusCode.ERROR, clean_text(report.error_type or report.outcome)))
         start_wall = handle.wall_ns(handle.start.t_request_ns or handle.mono_anchor_ns)
         span.end(end_time=max(start_wall, handle.wall_ns(report.t_end_ns)))
 
@@ -171,6 +175,7 @@ class SpanSink:
     def connection_closed(self, handle: ConnectionHandle, error_type: str | None, end_wall_ns: int) -> None:
         span = handle.span
         if error_type:
+            error_type = clean_text(error_type)
             span.set_attribute(names.ATTR_ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end(end_time=end_wall_ns)
@@ -208,13 +213,15 @@ class SpanSink:
                 names.ATTR_ANOMALY_EVENT_INDEX: anomaly.event_index,
             }
             if anomaly.detail:
-                attrs[names.ATTR_ANOMALY_DETAIL] = anomaly.detail[:_MAX_DETAIL]
+                attrs[names.ATTR_ANOMALY_DETAIL] = anomaly.detail
+            clean_attributes(attrs)
             # Anomalies carry an event index, not a time: stamp them at the end of the stream.
             span.add_event(names.SPAN_EVENT_ANOMALY, attrs, timestamp=end_wall)
 
 
 def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
-    """Span attributes from a report. ``internal``: the SDK's/peer's CLIENT span carries usage and TTFT already."""
+    """Span attributes from a report, strings cleaned. ``internal``: the SDK's/peer's CLIENT span carries usage and
+    TTFT already."""
     a: Attrs = {
         names.ATTR_OUTCOME: report.outcome,
         names.ATTR_RETRIES: report.retries,
@@ -262,4 +269,5 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         ):
             if value is not None:
                 a[key] = value
+    clean_attributes(a)
     return a
