@@ -32,6 +32,9 @@ logger = logging.getLogger("otelstream")
 ENV_PREFIX = "OTELSTREAM_"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+# (variable, value) pairs already warned about: the settings are loaded more than once per process (otelstream.auto,
+# then instrument(); the instrumentor), and a wrong value is one mistake, worth one warning.
+_warned: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,10 @@ def _parse(name: str, default: Any, raw: str) -> Any:
             return int(raw)
         return raw
     except ValueError:
-        logger.warning("otelstream: ignoring %s%s=%r (not a valid value)", ENV_PREFIX, name.upper(), raw)
+        key = (ENV_PREFIX + name.upper(), raw)
+        if key not in _warned:
+            _warned.add(key)
+            logger.warning("otelstream: ignoring %s=%r (not a valid value)", key[0], raw)
         return default
 
 

@@ -46,6 +46,14 @@ def test_auto_bad_setting_never_raises() -> None:
     assert out.returncode == 0 and out.stdout.split()[0] == "patched"
 
 
+def test_an_invalid_setting_warns_exactly_once() -> None:
+    """otelstream.auto loads the settings and instrument() loads them again: each once logged the same warning."""
+    out = _run({"OTELSTREAM_QUEUE_SIZE": "lots", "OTELSTREAM_SPAN_EVENTS": "maybe"})
+    assert out.returncode == 0 and out.stdout.split()[0] == "patched", out.stderr
+    assert out.stderr.count("OTELSTREAM_QUEUE_SIZE='lots'") == 1, out.stderr
+    assert out.stderr.count("OTELSTREAM_SPAN_EVENTS='maybe'") == 1, out.stderr
+
+
 def test_auto_non_finite_or_zero_durations_keep_their_defaults() -> None:
     """`inf` once passed the check and overflowed into integer nanoseconds, leaving nothing instrumented; a zero
     watchdog interval would be a busy loop."""
