@@ -7,7 +7,7 @@
 | ``stall_threshold_s`` | ``OTELSTREAM_STALL_THRESHOLD_S`` | ``30`` | a single wait inside the SDK longer than this is a stall |
 | ``watchdog_interval_s`` | ``OTELSTREAM_WATCHDOG_INTERVAL_S`` | ``1`` | how often the watchdog refreshes the live gauges and checks idleness |
 | ``queue_size`` | ``OTELSTREAM_QUEUE_SIZE`` | ``10000`` | finished reports waiting for export; beyond it they are dropped and counted |
-| ``model_label_cap`` | ``OTELSTREAM_MODEL_LABEL_CAP`` | ``20`` | distinct model label values per process, then ``_OTHER`` |
+| ``model_label_cap`` | ``OTELSTREAM_MODEL_LABEL_CAP`` | ``20`` | distinct model label values per registry and per meter provider (across ``instrument()`` cycles), then ``_OTHER`` |
 | ``model_allowlist`` | ``OTELSTREAM_MODEL_ALLOWLIST`` | (empty) | comma-separated models always kept as label values, outside the cap |
 | ``model_label_max_length`` | ``OTELSTREAM_MODEL_LABEL_MAX_LENGTH`` | ``64`` | longer model names are truncated |
 | ``prometheus_port`` | ``OTELSTREAM_PROMETHEUS_PORT`` | (unset) | ``otelstream.auto`` serves ``/metrics`` on this port |

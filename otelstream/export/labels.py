@@ -1,10 +1,12 @@
-"""Model label values: bounded per process, so a server (or a typo loop) can never explode the series count.
+"""Model label values: bounded per registry and per meter provider, so a server (or a typo loop) can never explode
+the series count.
 
 Every metric carries ``gen_ai_request_model``. Its value comes from the request (the caller's code), not from the
 server, but callers can still pass unbounded strings (fine-tune ids, deployment names with dates). The first
 ``cap`` distinct values keep their name; later ones become ``_OTHER``; an allow-list pins the models that matter
 outside the cap; every value is cleaned (``core.sanitize``: valid UTF-8, no control characters) and truncated to
-``max_length``: one unencodable label would make every later scrape of the registry fail.
+``max_length``: one unencodable label would make every later scrape of the registry fail. A registry and a meter
+provider each keep one table for good (instrument() again reuses it), so the cap holds across cycles.
 """
 
 from __future__ import annotations
@@ -52,3 +54,16 @@ class ModelLabels:
             label = clean_text(model, self._max_length)
             self._known[model] = label
             return label
+
+
+class JointLabels:
+    """The tables of a registry and a meter provider that were first used apart (different pipelines brought them):
+    a stream's labels go to both, so a model keeps its name only where every table admits it; each store's cap holds.
+    """
+
+    def __init__(self, tables: Iterable[ModelLabels]) -> None:
+        self.tables = tuple(tables)
+
+    def value(self, model: str | None) -> str:
+        first, *rest = (t.value(model) for t in self.tables)
+        return first if all(v == first for v in rest) else names.MODEL_OTHER

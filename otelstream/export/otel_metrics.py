@@ -22,6 +22,7 @@ from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport
 from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
+from otelstream.export.labels import ModelLabels
 from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
 from otelstream.export.watchdog import Counts, LiveStreams
 
@@ -33,8 +34,11 @@ def attributes(family: str, label_values: tuple[str, ...]) -> dict[str, str]:
 
 
 class OtelInstruments:
-    def __init__(self, meter_provider: MeterProvider | None) -> None:
+    """A meter provider's instruments, and its model-label table shared by every pipeline that records into it."""
+
+    def __init__(self, meter_provider: MeterProvider | None, models: ModelLabels) -> None:
         meter = metrics.get_meter(names.TRACER_NAME, __version__, meter_provider=meter_provider)
+        self.models = models
         self.sources: weakref.WeakSet[LiveStreams] = weakref.WeakSet()
         self.instruments: dict[str, Any] = {}
         for spec in SPECS:
@@ -75,15 +79,17 @@ _global_instruments: list[OtelInstruments] = []
 _lock = threading.Lock()
 
 
-def instruments_for(meter_provider: MeterProvider | None) -> OtelInstruments:
+def instruments_for(meter_provider: MeterProvider | None, models: ModelLabels) -> OtelInstruments:
+    """The cached instruments of ``meter_provider`` (None: the global one); ``models`` is the model-label table of
+    instruments created now, an existing provider keeps its own."""
     with _lock:
         if meter_provider is None:
             if not _global_instruments:
-                _global_instruments.append(OtelInstruments(None))
+                _global_instruments.append(OtelInstruments(None, models))
             return _global_instruments[0]
         inst = _instruments.get(meter_provider)
         if inst is None:
-            inst = _instruments[meter_provider] = OtelInstruments(meter_provider)
+            inst = _instruments[meter_provider] = OtelInstruments(meter_provider, models)
         return inst
 
 

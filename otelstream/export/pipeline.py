@@ -26,7 +26,7 @@ from otelstream.export import prometheus as prom
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle
-from otelstream.export.labels import ModelLabels
+from otelstream.export.labels import JointLabels, ModelLabels
 from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
 from otelstream.export.spans import SpanSink
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
@@ -68,20 +68,27 @@ class Pipeline:
             )
             prom_on = False
 
+        # One model-label table per registry and per meter provider, kept across instrument() cycles (each would
+        # otherwise admit `cap` new values into the same series); this pipeline's settings apply to them.
+        tables: list[ModelLabels] = []
         self.prometheus: prom.PrometheusSink | None = None
         if prom_on:
             families = prom.families_for(self.registry, models)
             if families is not None:
-                if families.models is not models:  # one cap per registry: this pipeline's settings now apply to it
-                    families.models.configure(
-                        settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length
-                    )
-                models = families.models
+                tables.append(families.models)
                 self.prometheus = prom.PrometheusSink(families, self.live)
         self.otel: OtelMetricsSink | None = None
         if otel_on:
-            self.otel = OtelMetricsSink(instruments_for(meter_provider), self.live)
-        self.models = models
+            instruments = instruments_for(meter_provider, tables[0] if tables else models)
+            if instruments.models not in tables:
+                tables.append(instruments.models)
+            self.otel = OtelMetricsSink(instruments, self.live)
+        for table in tables:
+            if table is not models:
+                table.configure(settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
+        self.models: ModelLabels | JointLabels = tables[0] if tables else models
+        if len(tables) > 1:  # a registry and a meter provider first used apart: both caps must hold
+            self.models = JointLabels(tables)
 
         self.dispatcher = Dispatcher(self._handle, settings.queue_size)
         multiprocess_gauges = self.prometheus is not None and self.prometheus.families.multiprocess

@@ -9,9 +9,13 @@ import uuid
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client import CollectorRegistry
 from relhelpers import FIGURES
 from sdkhelpers import Bodies, Clients, instrumented
 
+import otelstream
 from otelstream import names
 
 MARK = uuid.uuid4().hex
@@ -133,3 +137,41 @@ def test_model_labels_capped_whatever_the_traffic() -> None:
     assert all(len(v) <= 64 for v in values if v)
     assert series < 3000, series
     FIGURES["privacy: distinct model names sent (label cap 20)"] += n
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["otel-only", "and-native-on-a-new-registry-each-time"])
+def test_model_label_cap_holds_per_meter_provider_across_instrument_cycles(native: bool) -> None:
+    """One MeterProvider, three instrument()/uninstrument() cycles of 25 new models each: the provider's series carry
+    at most the cap's 20 model values (+ _OTHER), as a registry's do, also when each cycle brings a new registry."""
+    handler = Bodies()
+    clients = Clients(handler)
+    handler.body = _sse('{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"},'
+                        '"finish_reason":"stop"}]}')  # fmt: skip
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader])
+    attribute = names.OTEL_ATTR_BY_LABEL[names.LABEL_MODEL]
+    otelstream.uninstrument()
+    try:
+        for cycle in range(3):
+            otelstream.instrument(meter_provider=mp, prometheus_metrics=native, registry=CollectorRegistry())
+            try:
+                for i in range(25):
+                    for _ in clients.oa.chat.completions.create(model=f"m-{cycle}-{i}", messages=[], stream=True):
+                        pass
+                assert otelstream.flush(timeout=30.0)
+            finally:
+                otelstream.uninstrument()
+        data = reader.get_metrics_data()
+    finally:
+        mp.shutdown()
+    assert data is not None
+    values = {
+        point.attributes.get(attribute)
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        for point in metric.data.data_points
+    }
+    values.discard(None)
+    assert len(values) <= 20 + 1 and names.MODEL_OTHER in values, sorted(map(str, values))
+    assert {f"m-0-{i}" for i in range(20)} <= values  # the first 20 ever seen keep their names
