@@ -24,14 +24,19 @@ it), a block not followed by a blank line is dropped with the ``unterminated_eve
 nothing. ``check`` therefore prints no times, and ``--json`` has no time keys.
 
 Errors are reported as one line per file on stderr (``otelstream check: FILE: reason``), never as a traceback.
+Text output shows every non-printable character as an escape (``\\udce9``, ``\\x0a``, ``\\u202e``; a file name's
+undecodable bytes as ``\\xe9``): a lone surrogate from a JSON escape or a non-UTF-8 file name cannot be written to a
+strict UTF-8 stdout, and controls or bidi overrides from a recording must not reach the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import gzip
 import json
+import os
 import sys
 import zlib
 from collections.abc import Iterator
@@ -109,12 +114,14 @@ class FileReport:
         }
 
     def to_text(self) -> str:
+        """Escaped (``shown``): one line per file, plus one per response for a transcript."""
+        file = shown_path(self.file)
         if not self.websocket:
-            return f"{self.file}: {_report_text(self.reports[0])}"
+            return shown(f"{file}: {_report_text(self.reports[0])}")
         n = len(self.reports) + self.responses_dropped
         lanes = len({r.stream_id for r in self.reports})
         head = (
-            f"{self.file}: {self.outcome}  {self.surface}  {n} response{'s' if n != 1 else ''}"
+            f"{file}: {self.outcome}  {self.surface}  {n} response{'s' if n != 1 else ''}"
             f" on {lanes} lane{'s' if lanes != 1 else ''}"
         )
         lines = [head]
@@ -123,7 +130,30 @@ class FileReport:
             lines.append(f"  [{lane}] {r.response_id or '-'}: {_report_text(r, surface=False)}")
         if self.responses_dropped:
             lines.append(f"  … {self.responses_dropped} more responses not listed")
-        return "\n".join(lines)
+        return "\n".join(shown(line) for line in lines)
+
+
+def shown(text: str) -> str:
+    """``text`` with each non-printable character (``str.isprintable``: controls, format characters such as bidi
+    overrides, lone surrogates, separators but the space) as a Python-style escape. Printable text is unchanged, so
+    showing shown text again changes nothing."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shown_path(path: str) -> str:
+    """A file name as given: undecodable bytes (which ``sys.argv`` holds as surrogate escapes) as ``\\xNN``."""
+    with contextlib.suppress(UnicodeError):  # a surrogate that stands for no byte (not from argv): shown as such
+        path = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return shown(path)
 
 
 def _report_json(r: StreamReport) -> dict[str, Any]:
@@ -664,7 +694,7 @@ def run(args: argparse.Namespace) -> int:
             report = analyse(path, args.surface)
         except CheckError as exc:
             bad = True
-            print(f"otelstream check: {path}: {exc}", file=sys.stderr)
+            print(f"otelstream check: {shown_path(path)}: {shown(str(exc))}", file=sys.stderr)
             if args.json:
                 results.append({"file": path, "error": str(exc)})
             continue
