@@ -42,9 +42,49 @@ ABANDONED: Final = "abandoned"
 TRANSPORT_ERROR: Final = "transport_error"
 HTTP_ERROR: Final = "http_error"
 OUTCOMES: Final = (COMPLETED, INCOMPLETE, FAILED, ERROR, CUT, ABANDONED, TRANSPORT_ERROR, HTTP_ERROR)
-# Outcomes that mean the caller did not get a whole answer because something broke: span status ERROR,
-# and the only values the `error_type` label of the duration histogram takes.
+# Outcomes that mean the caller did not get a whole answer because something broke: span status ERROR, and the
+# only ones with an error class.
 BAD_OUTCOMES: Final = (FAILED, ERROR, CUT, TRANSPORT_ERROR, HTTP_ERROR)
+
+# --- error classes (a closed set; the `error_type` metric label and otelstream.error_class, DESIGN §2) ----------
+# One per stream with a bad outcome, so a dashboard can tell rate limiting from an outage. Good outcomes have none.
+EC_RATE_LIMITED: Final = "rate_limited"
+EC_QUOTA_EXCEEDED: Final = "quota_exceeded"
+EC_OVERLOADED: Final = "overloaded"
+EC_TIMEOUT: Final = "timeout"
+EC_AUTH: Final = "auth"
+EC_BAD_REQUEST: Final = "bad_request"
+EC_SERVER_ERROR: Final = "server_error"
+EC_CONNECTION: Final = "connection"
+EC_PROTOCOL: Final = "protocol"
+EC_CUT: Final = "cut"
+EC_OTHER: Final = "_OTHER"
+# The one table: (class, HTTP statuses, provider codes or types as sent, exception type names as they appear in the
+# exception's MRO). Statuses: the first row listing one wins, so the catch-all 4xx / 5xx rows come after the specific
+# ones. Codes are checked before statuses (an OpenAI 429 with code insufficient_quota is out of quota, not rate
+# limited); exceptions by the most specific class in the MRO (APITimeoutError before its base APIConnectionError).
+ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tuple[str, ...]], ...]] = (
+    (EC_RATE_LIMITED, (429,), ("rate_limit_exceeded", "rate_limit_error", "too_many_requests"), ()),
+    (EC_QUOTA_EXCEEDED, (), ("insufficient_quota", "billing_hard_limit_reached", "quota_exceeded"), ()),
+    (EC_OVERLOADED, (503, 529),
+     ("overloaded_error", "overloaded", "engine_overloaded", "service_unavailable"), ()),
+    (EC_TIMEOUT, (408, 504), ("timeout", "timeout_error"),
+     ("APITimeoutError", "TimeoutException", "TimeoutError")),  # openai/anthropic, httpx/httpx2, builtin/asyncio
+    (EC_AUTH, (401, 403), ("authentication_error", "permission_error", "invalid_api_key"), ()),
+    (EC_BAD_REQUEST, tuple(range(400, 500)),
+     ("invalid_request_error", "context_length_exceeded", "not_found_error", "request_too_large", "invalid_prompt"),
+     ()),
+    (EC_SERVER_ERROR, tuple(range(500, 600)), ("server_error", "api_error", "internal_error", "internal_server_error"),
+     ()),
+    (EC_CONNECTION, (), (),
+     # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins
+     ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
+      "ConnectionClosed")),
+    (EC_PROTOCOL, (), (), ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "ValueError")),
+    (EC_CUT, (), (), ()),  # outcome cut
+    (EC_OTHER, (), (), ()),  # any other bad outcome (an in-band error or response.failed with an unlisted code)
+)
+ERROR_CLASSES: Final = tuple(row[0] for row in ERROR_CLASS_TABLE)
 
 # abandoned sub-reasons (span attribute otelstream.abandoned_reason)
 ABANDON_CLOSE: Final = "close"
@@ -66,6 +106,7 @@ ANOM_MISSING_DONE: Final = "missing_done"  # chat/completions answer complete bu
 ANOM_TRAILING_DONE: Final = "trailing_done"  # `[DONE]` on a surface that has none (Responses via gateways)
 ANOM_UNTYPED_EVENT: Final = "untyped_event"  # event without a `type` field, classified by its SSE name
 ANOM_USAGE_MISSING: Final = "usage_missing"  # chat/completions stream ended without a usage chunk
+ANOM_MISSING_FINISH_REASON: Final = "missing_finish_reason"  # `[DONE]` ended the answer, a choice had no finish
 ANOM_NO_DELTA: Final = "no_delta"  # the stream ended normally without a single delta
 ANOM_UNKNOWN_EVENT: Final = "unknown_event"  # an event type this version does not know
 ANOM_EVENT_AFTER_TERMINAL: Final = "event_after_terminal"  # events after the terminal event
@@ -83,6 +124,7 @@ PROTOCOL_ANOMALY_KINDS: Final = (
     ANOM_TRAILING_DONE,
     ANOM_UNTYPED_EVENT,
     ANOM_USAGE_MISSING,
+    ANOM_MISSING_FINISH_REASON,
     ANOM_NO_DELTA,
     ANOM_UNKNOWN_EVENT,
     ANOM_EVENT_AFTER_TERMINAL,
@@ -152,6 +194,7 @@ ATTR_SERVER_PORT: Final = "server.port"
 ATTR_ERROR_TYPE: Final = "error.type"
 # otelstream attributes
 ATTR_SURFACE: Final = "otelstream.surface"
+ATTR_ERROR_CLASS: Final = "otelstream.error_class"
 ATTR_OUTCOME: Final = "otelstream.outcome"
 ATTR_ABANDONED_REASON: Final = "otelstream.abandoned_reason"
 ATTR_RESUMED: Final = "otelstream.resumed"

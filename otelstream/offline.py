@@ -172,11 +172,13 @@ def _aggregate_json(surface: str, outcome: str, reports: tuple[StreamReport, ...
     usage: dict[str, int | None] = dict.fromkeys(
         ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_write_input_tokens",
          "reasoning_output_tokens"))  # fmt: skip
-    error_type = None
+    error_type = error_class = None
     for r in reports:
         finish.extend(r.finish_reasons)
         if error_type is None and r.outcome == outcome and outcome != names.COMPLETED:
             error_type = r.error_type
+        if error_class is None and r.outcome == outcome:
+            error_class = r.error_class  # the response whose outcome the transcript's is
         for a in r.anomalies:
             if len(anomalies) < names.MAX_REPORTED_ANOMALIES:
                 anomalies.append(a.to_json())
@@ -202,6 +204,7 @@ def _aggregate_json(surface: str, outcome: str, reports: tuple[StreamReport, ...
         "outcome": outcome,
         "finish_reasons": finish,
         "error_type": error_type,
+        "error_class": error_class,
         "events": sum(r.events for r in reports),
         "deltas": sum(r.deltas for r in reports),
         "keepalives": sum(r.keepalives for r in reports),
@@ -226,7 +229,9 @@ def _report_text(r: StreamReport, *, surface: bool = True) -> str:
         parts.append(f"keepalives={r.keepalives}")
     if r.finish_reasons:
         parts.append("finish=" + ",".join(r.finish_reasons))
-    if r.error_type and r.error_type != r.outcome and r.outcome != names.COMPLETED:
+    if r.error_class:  # bad outcomes only: what an on-call engineer acts on, then the provider's own code
+        parts.append(f"error_class={r.error_class}")
+    if r.error_type and r.outcome != names.COMPLETED:
         parts.append(f"error_type={r.error_type}")
     u = r.usage
     if u.input_tokens is not None or u.output_tokens is not None:
@@ -503,14 +508,15 @@ class _Run:
         if isinstance(value, _Undecodable):
             # the SDK raises JSONDecodeError here: live, this stream ends as a transport error
             t.anomaly(names.ANOM_UNDECODABLE, value.reason + (f" (event {rec.name!r})" if rec.name else ""))
-            self._stop("transport_error", names.ANOM_UNDECODABLE)
+            # (as live: the SDK's JSONDecodeError, a ValueError, decides the error class)
+            self._stop("transport_error", exc=ValueError(value.reason))
             return
         t.t_pull = self.clock()
         t.event(value, rec.name)
 
-    def _stop(self, how: str, error_type: str | None = None) -> None:
+    def _stop(self, how: str, error_type: str | None = None, exc: BaseException | None = None) -> None:
         self.stopped = True
-        self.report = self.tracker.end(how, error_type)
+        self.report = self.tracker.end(how, error_type, exc=exc)
 
     def finish(self, *, unterminated: bool = False) -> StreamReport:
         if self.report is None:

@@ -167,13 +167,14 @@ def begin_call(
     return call
 
 
-def finish(call: Call, how: str, error_type: str | None = None) -> None:
-    """End the call's stream (first end wins) and hand the report to the listener. In a forked child a call the
+def finish(call: Call, how: str, error_type: str | None = None, exc: BaseException | None = None) -> None:
+    """End the call's stream (first end wins) and hand the report to the listener. ``exc``, the exception that ended
+    it: its status and type (a timeout, a reset) decide the report's error class. In a forked child a call the
     parent started is the parent's: whatever ends it here, nothing is reported."""
     if call.generation != _process.generation:
         return
     with _guard.guard("adapters.finish"):
-        report = call.tracker.end(how, error_type)
+        report = call.tracker.end(how, error_type, exc=exc)
         if report is None:
             return
         watcher = call.watcher
@@ -352,8 +353,8 @@ def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
         return "cancel", None
     if isinstance(exc, GeneratorExit):
         return "gc", None
-    if isinstance(exc, ValueError):  # json.JSONDecodeError and friends: undecodable data
-        return "transport_error", type(exc).__name__
+    if isinstance(exc, ValueError):  # json.JSONDecodeError and friends: undecodable data (error class protocol)
+        return "transport_error", None
     if isinstance(exc, (httpx2.TransportError, httpx2.StreamError)):
         return "transport_error", None
     return None
@@ -430,7 +431,7 @@ def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
     error_type: str | None = None
     with _guard.guard("adapters.classify"):
         how, error_type = classify(exc)
-    finish(call, how, error_type)
+    finish(call, how, error_type, exc)
 
 
 def error_type_of(exc: BaseException) -> str | None:
@@ -619,7 +620,7 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
         response = getattr(exc, "response", None)
         if response is not None and call.tracker.request_id is None:
             call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
-        finish(call, "http_error", error_type)
+        finish(call, "http_error", error_type, exc)
 
 
 def server_of(base_url: Any) -> tuple[str | None, int | None]:

@@ -88,7 +88,7 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
         return common
     if isinstance(exc, base_error):
         return "error", None
-    return "transport_error", type(exc).__name__
+    return "transport_error", None  # not a provider code: the exception's type decides the error class
 
 
 def _body_error_type(exc: BaseException) -> str | None:

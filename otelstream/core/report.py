@@ -133,7 +133,8 @@ class StreamReport:
     server_port: int | None = None
     api_type: str | None = None
     abandoned_reason: str | None = None
-    error_type: str | None = None
+    error_type: str | None = None  # the provider's code or type as sent, or the HTTP status of an http_error
+    error_class: str | None = None  # one of names.ERROR_CLASSES for a bad outcome, else None
     finish_reasons: tuple[str, ...] = ()
     resumed: bool = False
     retries: int = 0
@@ -212,6 +213,7 @@ class StreamReport:
             "outcome": self.outcome,
             "finish_reasons": list(self.finish_reasons),
             "error_type": self.error_type,
+            "error_class": self.error_class,
             "events": self.events,
             "deltas": self.deltas,
             "keepalives": self.keepalives,

@@ -27,7 +27,7 @@ from operator import mul
 from typing import Any
 
 from otelstream import names
-from otelstream.core import protocols
+from otelstream.core import errors, protocols
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
 from otelstream.core.report import Anomaly, SequenceStats, Stall, StreamReport, StreamStart, Usage, assemble
 
@@ -132,6 +132,7 @@ class StreamTracker:
         "client_filter_after",
         "clock",
         "consumer_ns",
+        "done_ended",
         "done_observable",
         "done_seen",
         "ended",
@@ -224,6 +225,7 @@ class StreamTracker:
         self.others = 0  # events that are not deltas (events = deltas + others)
         self.keepalives = 0
         self.done_seen = False
+        self.done_ended = False  # chat/completions: [DONE] was the terminal condition (no finish on every choice)
         self.done_observable = done_observable
         self.ended = False
         self.handle: object = None
@@ -443,9 +445,19 @@ class StreamTracker:
         if self.ended:
             return
         self.done_seen = True
-        self.t_last_ns = self.clock()  # arrived during a wait: activity, but not an event
-        if self.surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
+        now = self.t_last_ns = self.clock()  # arrived during a wait: activity, but not an event
+        surface = self.surface
+        if surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
             self.anomaly(names.ANOM_TRAILING_DONE, "[DONE] after the terminal event" if self.terminal else "[DONE]")
+        elif surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS) and not self.terminal and self.events:
+            # the server's explicit end of a chat stream (DESIGN §2): some servers never send a finish_reason, or
+            # leave out the usage that was requested; the answer is over all the same
+            self.done_ended = True
+            self.terminal = True
+            self._fast = 0
+            self.t_terminal = now
+            if self.rank < _RANK_COMPLETED:
+                self.rank = _RANK_COMPLETED
 
     # --- called by protocol modules (rare events, not per delta) --------------------------------------------
     def sequence(self, n: object) -> None:
@@ -613,11 +625,14 @@ class StreamTracker:
         return None
 
     # --- the end ------------------------------------------------------------------------------------------
-    def end(self, how: str, error_type: str | None = None, now: int | None = None) -> StreamReport | None:
+    def end(
+        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
+    ) -> StreamReport | None:
         """Finish the stream; returns its report the first time, None afterwards.
 
         ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
-        reached the caller as an SDK exception), transport_error, http_error."""
+        reached the caller as an SDK exception), transport_error, http_error. ``exc``: the exception that ended it,
+        if one did: its HTTP status and its type (a timeout or a reset) decide the error class."""
         with _END_LOCK:
             if self.ended:
                 return None
@@ -647,25 +662,40 @@ class StreamTracker:
             outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
         self._final_anomalies(outcome)
         t_end = self.t_terminal if self.terminal and self.t_terminal else now
-        return self._report(outcome, abandoned_reason, t_end)
+        klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc)
+        return self._report(outcome, abandoned_reason, t_end, klass)
 
     def _final_anomalies(self, outcome: str) -> None:
         surface = self.surface
         answered = outcome in (names.COMPLETED, names.INCOMPLETE)
         if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
-            if self.all_choices_finished() and not self.usage_seen:
+            if (self.done_ended or self.all_choices_finished()) and not self.usage_seen:
                 self.anomaly(names.ANOM_USAGE_MISSING)
+            if self.done_ended and answered:
+                self._missing_finish_reasons()
             if answered and self.done_observable and not self.done_seen:
                 self.anomaly(names.ANOM_MISSING_DONE)
         if answered and self.deltas == 0:
             self.anomaly(names.ANOM_NO_DELTA)
 
-    def _report(self, outcome: str, abandoned_reason: str | None, t_end: int) -> StreamReport:
+    def _missing_finish_reasons(self) -> None:
+        """One ``missing_finish_reason`` per choice (seen, or expected from the request's ``n``) that [DONE] ended
+        without a finish reason."""
+        finished = self._choices_finished or {}
+        seen = set(self.choices_seen) if self.choices_seen is not None else set()
+        if self.last_choice is not None:
+            seen.add(self.last_choice)  # type: ignore[arg-type]
+        for index in sorted(seen.difference(finished)):
+            self.anomaly(names.ANOM_MISSING_FINISH_REASON, f"choice {index}")
+        expected = min(self.expected_choices or 0, _MAX_CHOICES)
+        for _ in range(expected - len(seen.union(finished))):
+            self.anomaly(names.ANOM_MISSING_FINISH_REASON, "a requested choice never seen")
+
+    def _report(
+        self, outcome: str, abandoned_reason: str | None, t_end: int, error_class: str | None
+    ) -> StreamReport:
         start = self.start
         t0 = self.t_request
-        error_type = self.error_type
-        if error_type is None and outcome in names.BAD_OUTCOMES:
-            error_type = outcome
         counts = self._anomaly_counts
         chunk_counts = self._chunk_counts or [0] * _N_CHUNK_BUCKETS
         chunk_total = self.t_prev_delta - self.t_first_delta if self.t_first_delta else 0
@@ -707,7 +737,8 @@ class StreamTracker:
                 "server_port": start.server_port,
                 "api_type": start.api_type,
                 "abandoned_reason": abandoned_reason,
-                "error_type": error_type if outcome in names.BAD_OUTCOMES else self.error_type,
+                "error_type": self.error_type,  # the provider's, as sent: never an outcome name (DESIGN §2)
+                "error_class": error_class,
                 "finish_reasons": tuple(self.finish_reasons),
                 "resumed": start.resumed or self.starting_after is not None or self.client_filter_after is not None,
                 "retries": self.retries,

@@ -202,7 +202,7 @@ def test_cut(rec: RecordingListener, drv: Driver) -> None:
         pytest.skip("the resumed body starts after the cut point")
     drv.drain(drv.open(**{"x-variant": "cut"}))
     r = rec.one()
-    assert r.outcome == names.CUT and r.error_type == names.CUT
+    assert (r.outcome, r.error_type, r.error_class) == (names.CUT, None, names.EC_CUT)
     assert r.deltas == 2
 
 
@@ -221,6 +221,7 @@ def test_inband_error(rec: RecordingListener, drv: Driver) -> None:
     r = rec.one()
     assert r.outcome == names.ERROR
     assert r.error_type in ("server_error", "overloaded_error")
+    assert r.error_class == (names.EC_OVERLOADED if r.error_type == "overloaded_error" else names.EC_SERVER_ERROR)
 
 
 def test_keepalive(rec: RecordingListener, drv: Driver) -> None:
@@ -240,7 +241,8 @@ def test_drop_mid_stream(rec: RecordingListener, drv: Driver) -> None:
     with pytest.raises(exc_type):
         drv.drain(stream)
     r = rec.one()
-    assert r.outcome == names.TRANSPORT_ERROR and r.error_type == names.TRANSPORT_ERROR
+    # the peer closed mid-body: no provider code; the class says the connection broke
+    assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_CONNECTION)
     assert 0 < r.events < drv.spec.events
 
 
@@ -316,14 +318,18 @@ def test_http_error(rec: RecordingListener, drv: Driver) -> None:
     with pytest.raises(sdk.APIStatusError):
         drv.open(**{"x-status": "429"})
     r = rec.one()
-    assert r.outcome == names.HTTP_ERROR and r.error_type is not None and r.events == 0
+    assert r.outcome == names.HTTP_ERROR and r.events == 0
+    # the code from the error body as sent (openai reads `code`, anthropic `error.type`), the class from it
+    assert r.error_type == ("rate_limit_exceeded" if drv.spec.sdk == "openai" else "rate_limit_error")
+    assert r.error_class == names.EC_RATE_LIMITED
 
 
 def test_connection_error_before_headers(rec: RecordingListener, drv: Driver) -> None:
     sdk = openai if drv.spec.sdk == "openai" else anthropic
     with pytest.raises(sdk.APIConnectionError):
         drv.open(**{"x-connect-error": "1"})
-    assert rec.one().outcome == names.HTTP_ERROR
+    r = rec.one()
+    assert (r.outcome, r.error_type, r.error_class) == (names.HTTP_ERROR, None, names.EC_CONNECTION)
 
 
 @pytest.mark.parametrize("spec", [SURFACES[0], SURFACES[3], SURFACES[5]], ids=lambda s: s.id)

@@ -84,12 +84,112 @@ def test_usage_on_the_finish_chunk() -> None:
 
 def test_usage_key_on_the_first_chunk_that_finishes() -> None:
     """Offline, "usage was requested" is read from the chunk's usage key before its finish is judged: the same answer
-    is cut without its usage chunk whether or not a role-only chunk came first."""
-    finish_first = [chunk(c(content="Hi", finish="stop"), usage=None), "[DONE]"]
+    is cut without its usage chunk (and without [DONE]) whether or not a role-only chunk came first."""
+    finish_first = [chunk(c(content="Hi", finish="stop"), usage=None)]
     role_first = [chunk(c(role="assistant", content=""), usage=None), *finish_first]
     for evs in (finish_first, role_first):
         r = run(names.CHAT_COMPLETIONS, evs)
         assert r.outcome == names.CUT and r.usage_requested
+        assert r.error_type is None and r.error_class == names.EC_CUT
+
+
+def test_done_ends_an_answer_whose_requested_usage_never_came() -> None:
+    """[DONE] is the server's explicit end: the answer is completed, the usage it never sent an anomaly."""
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content="Hi", finish="stop"), usage=None), "[DONE]"])
+    assert r.outcome == names.COMPLETED and r.usage_requested and r.error_class is None
+    assert counts(r) == {names.ANOM_USAGE_MISSING: 1}
+
+
+@pytest.mark.parametrize("surface", [names.CHAT_COMPLETIONS, names.COMPLETIONS])
+def test_done_without_finish_reason_is_completed_with_missing_finish_reason(surface: str) -> None:
+    """Servers that end every stream with content, usage and [DONE] but never a finish_reason: completed."""
+    first = chunk(c(content="Hi")) if surface == names.CHAT_COMPLETIONS else chunk({"index": 0, "text": "Hi"})
+    evs = [first, chunk(usage=USAGE), "[DONE]"]
+    r = run(surface, evs)
+    assert r.outcome == names.COMPLETED and r.finish_reasons == () and r.deltas == 1
+    assert counts(r) == {names.ANOM_MISSING_FINISH_REASON: 1}
+    assert r.error_type is None and r.error_class is None
+    # the answer ended at [DONE] (the last step of run()), not later
+    assert r.t_end_ns - r.t_request_ns == 6 * 1_000_000
+
+
+def test_without_done_and_without_finish_reason_stays_cut() -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content="Hi")), chunk(usage=USAGE)])
+    assert r.outcome == names.CUT and r.error_type is None and r.error_class == names.EC_CUT
+
+
+def test_done_before_any_event_is_no_answer() -> None:
+    r = run(names.CHAT_COMPLETIONS, ["[DONE]"])
+    assert r.outcome == names.CUT and r.done_sentinel
+
+
+def test_done_with_one_of_two_choices_unfinished() -> None:
+    """n=2 and only choice 0 finished: [DONE] ends it; choice 1 is the missing finish reason."""
+    evs = [chunk(c(0, content="a")), chunk(c(1, content="b")), chunk(c(0, finish="stop")), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.COMPLETED and r.finish_reasons == ("stop",)
+    assert [a.detail for a in r.anomalies if a.kind == names.ANOM_MISSING_FINISH_REASON] == ["choice 1"]
+    # live, n=3 from the request: the choice never seen is missing too
+    r = run(names.CHAT_COMPLETIONS, evs, expected_choices=3)
+    assert counts(r)[names.ANOM_MISSING_FINISH_REASON] == 2
+
+
+def test_done_keeps_a_worse_outcome() -> None:
+    evs = [chunk(c(0, content="a")), chunk(c(1, content="b")), chunk(c(0, finish="length")), "[DONE]"]
+    assert run(names.CHAT_COMPLETIONS, evs).outcome == names.INCOMPLETE
+    evs = [chunk(c(content="a")), {"error": {"message": "boom", "type": "server_error"}}, "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, "server_error", names.EC_SERVER_ERROR)
+
+
+# list-valued content: how some compatible servers stream a reasoning model's thinking
+THINKING_PARTS = [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me think"}]}]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [THINKING_PARTS, [{"type": "text", "text": "Hi"}], [{"type": "thinking", "thinking": "hm"}],
+     [{"type": "reasoning", "reasoning": "hm"}], [{"type": "image"}, {"type": "text", "text": "x"}]],
+)  # fmt: skip
+def test_list_content_parts_with_output_are_deltas(content: Any) -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content=content)), chunk(c(finish="stop")), "[DONE]"])
+    assert r.deltas == 1 and r.outcome == names.COMPLETED
+
+
+@pytest.mark.parametrize(
+    "content",
+    [[], [{"type": "text", "text": ""}], [{"type": "thinking", "thinking": [{"type": "text", "text": ""}]}],
+     [{"type": "image", "url": "x"}], ["loose string"], [{"type": "thinking", "thinking": 5}]],
+)  # fmt: skip
+def test_list_content_parts_without_output_are_not(content: Any) -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content=content)), chunk(c(finish="stop")), "[DONE]"])
+    assert r.deltas == 0
+
+
+def test_thinking_parts_move_ttfd_to_the_first_thinking_part() -> None:
+    """Reasoning streamed as content parts, then the answer as a string: every part counts, TTFD is the first."""
+    evs: list[Any] = [chunk(c(role="assistant", content=""))]
+    evs += [chunk(c(content=[{"type": "thinking", "thinking": [{"type": "text", "text": f"t{i}"}]}]))
+            for i in range(18)]  # fmt: skip
+    evs += [chunk(c(content="The answer")), chunk(c(finish="stop")), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.deltas == 19 and r.events == 21
+    assert r.time_to_first_delta_ns == 4 * 1_000_000  # the second event (2 ms per event in run())
+    assert sum(r.chunk_counts) == 18
+
+
+@pytest.mark.parametrize(
+    ("usage", "read", "write"),
+    [({"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4,
+                                                                            "cache_write_tokens": 6}}, 4, 6),
+     ({"prompt_tokens": 10, "completion_tokens": 2, "cache_read_input_tokens": 3,
+       "cache_creation_input_tokens": 7}, 3, 7),
+     ({"prompt_tokens": 10, "completion_tokens": 2}, None, None)],
+)  # fmt: skip
+def test_chat_cache_writes(usage: dict[str, Any], read: int | None, write: int | None) -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content="Hi", finish="stop")), chunk(usage=usage), "[DONE]"])
+    assert r.usage.input_tokens == 10  # OpenAI-style input already includes cached tokens: as reported
+    assert (r.usage.cache_read_input_tokens, r.usage.cache_write_input_tokens) == (read, write)
 
 
 def test_missing_done_after_complete_answer() -> None:
@@ -104,7 +204,7 @@ def test_missing_done_not_flagged_when_layer_cannot_see_it() -> None:
 
 def test_cut_mid_answer() -> None:
     r = run(names.CHAT_COMPLETIONS, body()[:2])
-    assert r.outcome == names.CUT and r.finish_reasons == () and r.error_type == names.CUT
+    assert r.outcome == names.CUT and r.finish_reasons == () and r.error_type is None
 
 
 # --- multi-choice -------------------------------------------------------------------------------------------------
@@ -125,9 +225,12 @@ def test_n2_sequential_choices_reopen_the_answer() -> None:
     """Offline (n unknown), a server that streams choice 0 to its finish before choice 1 starts: the first finish
     looked like "every choice seen finished"; choice 1 appearing reopens the answer, so it is judged at the end."""
     head = [chunk(c(0, content="a")), chunk(c(0, finish="stop")), chunk(c(1, content="b"))]
-    r = run(names.CHAT_COMPLETIONS, [*head, "[DONE]"])
+    r = run(names.CHAT_COMPLETIONS, head)
     assert r.outcome == names.CUT and r.finish_reasons == ("stop",)
     assert names.ANOM_EVENT_AFTER_TERMINAL not in counts(r)
+    # [DONE] then ends it: choice 1 never got its finish reason
+    r = run(names.CHAT_COMPLETIONS, [*head, "[DONE]"])
+    assert r.outcome == names.COMPLETED and counts(r)[names.ANOM_MISSING_FINISH_REASON] == 1
     r = run(names.CHAT_COMPLETIONS, [*head, chunk(c(1, finish="length")), "[DONE]"])
     assert r.outcome == names.INCOMPLETE and r.finish_reasons == ("stop", "length")
     assert counts(r) == {names.ANOM_USAGE_MISSING: 1}
@@ -135,9 +238,11 @@ def test_n2_sequential_choices_reopen_the_answer() -> None:
 
 def test_expected_choices_from_the_request() -> None:
     """Live, n comes from the request: n=2 with only choice 0 seen and finished is not complete."""
-    evs = [chunk(c(0, content="a")), chunk(c(0, finish="stop")), "[DONE]"]
+    evs = [chunk(c(0, content="a")), chunk(c(0, finish="stop"))]
     assert run(names.CHAT_COMPLETIONS, evs, expected_choices=2).outcome == names.CUT
     assert run(names.CHAT_COMPLETIONS, evs).outcome == names.COMPLETED
+    r = run(names.CHAT_COMPLETIONS, [*evs, "[DONE]"], expected_choices=2)
+    assert r.outcome == names.COMPLETED and counts(r)[names.ANOM_MISSING_FINISH_REASON] == 1
 
 
 def test_choice_finished_twice_is_flagged() -> None:

@@ -150,8 +150,9 @@ def test_any_input_exactly_one_wellformed_report(
     assert report.error_type is None or len(report.error_type) <= 64
     kinds = {k for k, _ in report.anomaly_counts}
     assert kinds <= set(names.PROTOCOL_ANOMALY_KINDS) | set(names.SEQUENCE_ANOMALY_BY_KIND.values())
-    if report.outcome in names.BAD_OUTCOMES:
-        assert report.error_type
+    # one error class per bad outcome, from the closed set; none for a good one
+    assert (report.error_class in names.ERROR_CLASSES) == (report.outcome in names.BAD_OUTCOMES)
+    assert report.error_class is None or report.outcome in names.BAD_OUTCOMES
     report.to_json()  # serialisable without error
     # the tracker assembles its report without the generated __init__ (report.assemble): every field, same object
     for obj in (report, report.sequence, report.usage):

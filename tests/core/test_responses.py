@@ -45,20 +45,21 @@ ERROR = ev("error", None, code="rate_limit_exceeded", message="m", param=None)
 
 
 @pytest.mark.parametrize(
-    ("terminal", "outcome", "finish", "error_type"),
+    ("terminal", "outcome", "finish", "error_type", "error_class"),
     [
-        (COMPLETED, names.COMPLETED, ("stop",), None),
-        (INCOMPLETE, names.INCOMPLETE, ("max_output_tokens",), None),
-        (FAILED, names.FAILED, ("error",), "server_error"),
-        (ERROR, names.ERROR, (), "rate_limit_exceeded"),
-        (None, names.CUT, (), "cut"),
+        (COMPLETED, names.COMPLETED, ("stop",), None, None),
+        (INCOMPLETE, names.INCOMPLETE, ("max_output_tokens",), None, None),
+        (FAILED, names.FAILED, ("error",), "server_error", names.EC_SERVER_ERROR),
+        (ERROR, names.ERROR, (), "rate_limit_exceeded", names.EC_RATE_LIMITED),
+        (None, names.CUT, (), None, names.EC_CUT),
     ],
 )
-def test_outcomes(terminal: dict[str, Any] | None, outcome: str, finish: tuple[str, ...], error_type: str) -> None:
+def test_outcomes(terminal: dict[str, Any] | None, outcome: str, finish: tuple[str, ...], error_type: str | None,
+                  error_class: str | None) -> None:  # fmt: skip
     r = run(names.RESPONSES, stream(terminal))
     assert r.outcome == outcome
     assert r.finish_reasons == finish
-    assert r.error_type == error_type
+    assert (r.error_type, r.error_class) == (error_type, error_class)
     assert r.events == len(stream(terminal)) and r.deltas == 2
     assert r.response_id == "resp_abc" and r.response_model == "gpt-4o-2024-08-06"
     assert r.sequence.first == 0 and not r.anomalies

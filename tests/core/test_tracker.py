@@ -132,8 +132,11 @@ def test_end_reason_without_terminal(how: str, outcome: str, reason: str | None)
     r = run(names.RESPONSES, [resp("response.created", 0), {**DELTA, "sequence_number": 1}], how=how)
     assert r.outcome == outcome
     assert r.abandoned_reason == reason
-    if outcome in names.BAD_OUTCOMES:
-        assert r.error_type is not None
+    # no provider code was seen: error_type is null, never the outcome's name; the class says what broke
+    assert r.error_type is None
+    want = {"eof": names.EC_CUT, "transport_error": names.EC_CONNECTION, "error": names.EC_OTHER,
+            "http_error": names.EC_OTHER, "something-new": names.EC_CONNECTION}  # fmt: skip
+    assert r.error_class == want.get(how)
 
 
 def test_end_reasons_listed() -> None:

@@ -178,7 +178,7 @@ def test_live_matches_check(rec: RecordingListener, offline: dict[str, dict[str,
     r, items, exc = live(rec, path, is_async)
     got = {**r.to_json(), "file": want["file"]}
     reason, unseen, differ = EARLY_STOP.get(key, ("", 0, ()))
-    compare = ["surface", "outcome", "finish_reasons", "error_type", "deltas", "done_sentinel", "usage",
+    compare = ["surface", "outcome", "finish_reasons", "error_type", "error_class", "deltas", "done_sentinel", "usage",
                "response_id", "response_model", "sequence"]  # fmt: skip
     compare = [k for k in compare if k not in differ]
     mismatch = {k: (got.get(k), want.get(k)) for k in compare if _norm(k, got.get(k)) != _norm(k, want.get(k))}

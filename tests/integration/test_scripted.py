@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -18,7 +19,7 @@ import httpx2
 import openai
 import pytest
 
-from otelstream import names
+from otelstream import names, offline
 from tests.adapters import bodies
 from tests.adapters.recording import RecordingListener
 from tests.integration.scripted import SCRIPT_HEADER, Half, Pause, ScriptedServer, Step
@@ -131,7 +132,7 @@ def test_read_timeout_mid_body(rec: RecordingListener, scripted: ScriptedServer,
     want = openai.APITimeoutError if surface != names.MESSAGES else httpx2.ReadTimeout
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
-    assert (r.outcome, r.error_type) == (names.TRANSPORT_ERROR, names.TRANSPORT_ERROR)
+    assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_TIMEOUT)
     assert r.events == len(seen.items) == 2
     assert r.max_wait_ns >= 140_000_000  # the wait that timed out is in the stall measure
 
@@ -143,7 +144,7 @@ def test_half_written_chunk(rec: RecordingListener, scripted: ScriptedServer, su
     want = openai.APIConnectionError if surface != names.MESSAGES else httpx2.RemoteProtocolError
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
-    assert r.outcome == names.TRANSPORT_ERROR
+    assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_CONNECTION)
     assert r.events == len(seen.items) == 2
 
 
@@ -155,6 +156,7 @@ def test_undecodable_data(rec: RecordingListener, scripted: ScriptedServer, surf
     assert isinstance(seen.exc, json.JSONDecodeError), repr(seen.exc)
     r = rec.one()
     assert r.outcome == names.TRANSPORT_ERROR and r.events == 2
+    assert (r.error_type, r.error_class) == (None, names.EC_PROTOCOL)
 
 
 def test_error_envelope_on_responses(rec: RecordingListener, scripted: ScriptedServer, is_async: bool) -> None:
@@ -165,6 +167,7 @@ def test_error_envelope_on_responses(rec: RecordingListener, scripted: ScriptedS
     assert isinstance(seen.exc, openai.APIError) and not isinstance(seen.exc, openai.APIConnectionError)
     r = rec.one()
     assert (r.outcome, r.error_type, r.events) == (names.ERROR, "insufficient_quota", 4)
+    assert r.error_class == names.EC_QUOTA_EXCEEDED
 
 
 def test_untyped_lifecycle_events(rec: RecordingListener, scripted: ScriptedServer, is_async: bool) -> None:
@@ -278,3 +281,52 @@ def test_close_from_a_signal_handler_while_a_pull_waits(rec: RecordingListener, 
         signal.signal(signal.SIGALRM, previous)
     r = rec.one()
     assert (r.outcome, r.abandoned_reason, r.events) == (names.ABANDONED, names.ABANDON_CLOSE, 2)
+
+
+# --- what compatible servers send on chat (issue 17): live, both ways of observing, and the same as `check` ---------
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
+CHAT_SHAPES = ["chat-thinking-parts.sse", "chat-no-finish-done.sse", "chat-no-finish-no-done.sse",
+               "chat-cache-write-details.sse", "chat-cache-write-top-level.sse"]  # fmt: skip
+
+
+def _frames(name: str) -> list[bytes]:
+    return [f + b"\n\n" for f in (FIXTURES / name).read_bytes().split(b"\n\n") if f.strip()]
+
+
+@pytest.mark.parametrize("name", CHAT_SHAPES)
+def test_chat_shapes_live_match_check(rec: RecordingListener, scripted: ScriptedServer, observe_mode: str,
+                                      name: str, is_async: bool) -> None:  # fmt: skip
+    seen = play(scripted, names.CHAT_COMPLETIONS, _frames(name), is_async)
+    assert seen.exc is None
+    r = rec.one()
+    want = offline.analyse(str(FIXTURES / name)).reports[0]
+    fields = ("outcome", "error_type", "error_class", "events", "deltas", "usage", "finish_reasons", "done_sentinel",
+              "anomaly_counts")  # fmt: skip
+    assert {f: getattr(r, f) for f in fields} == {f: getattr(want, f) for f in fields}
+
+
+def test_thinking_parts_live_ttfd_is_the_first_thinking_part(rec: RecordingListener, scripted: ScriptedServer,
+                                                             observe_mode: str, is_async: bool) -> None:  # fmt: skip
+    """The answer comes after a pause; the first delta, the first thinking part, came before it."""
+    frames = _frames("chat-thinking-parts.sse")
+    seen = play(scripted, names.CHAT_COMPLETIONS, [*frames[:4], Pause(0.3), *frames[4:]], is_async)
+    assert seen.exc is None
+    r = rec.one()
+    assert r.outcome == names.COMPLETED and r.deltas == 4
+    assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns < 300_000_000 <= r.duration_s * 1e9
+
+
+def test_done_without_finish_reason_live(rec: RecordingListener, scripted: ScriptedServer, observe_mode: str,
+                                         is_async: bool) -> None:  # fmt: skip
+    """The same body with and without [DONE]: completed (missing_finish_reason) vs cut, and a cut has no error
+    type but the class cut."""
+    frames = _frames("chat-no-finish-done.sse")
+    assert frames[-1] == b"data: [DONE]\n\n"
+    play(scripted, names.CHAT_COMPLETIONS, frames, is_async)
+    r = rec.one()
+    assert (r.outcome, r.error_class) == (names.COMPLETED, None)
+    assert dict(r.anomaly_counts) == {names.ANOM_MISSING_FINISH_REASON: 1}
+    rec.reports.clear()
+    play(scripted, names.CHAT_COMPLETIONS, frames[:-1], is_async)
+    r = rec.one()
+    assert (r.outcome, r.error_type, r.error_class) == (names.CUT, None, names.EC_CUT)

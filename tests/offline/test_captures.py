@@ -118,6 +118,12 @@ EXPECTED: dict[str, Any] = {
     "writer/chat-completions/tool-call-no-done.sse": E("completed", ('tool_calls',), None, 6, 2, 0, (194, 22, None, None, None), {'missing_done': 1}, None, False),
 }
 # fmt: on
+# the error class of the captures with a bad outcome (every other one has none)
+CLASSES = {
+    "groq/chat-completions/error-event-tool-use-failed.sse": "_OTHER",  # tool_use_failed: not in the table
+    "openai/responses/error-then-failed.payloads.jsonl": "quota_exceeded",  # insufficient_quota
+    "openrouter/chat-completions/keepalive-comments-error-chunk.sse": "bad_request",  # in-band code 400
+}
 
 
 def _captures() -> Path:
@@ -157,6 +163,7 @@ def test_capture(rel: str) -> None:
         d["done_sentinel"],
     )  # fmt: skip
     assert got == expected
+    assert d["error_class"] == CLASSES.get(rel)
 
 
 def test_summary_of_outcomes() -> None:

@@ -19,7 +19,8 @@ from otelstream.examples import paths as example_paths
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
 
 # DESIGN §3: exactly these keys (extra keys allowed)
-DESIGN_KEYS = {"file", "surface", "provider", "outcome", "finish_reasons", "error_type", "events", "deltas",
+DESIGN_KEYS = {"file", "surface", "provider", "outcome", "finish_reasons", "error_type", "error_class", "events",
+               "deltas",
                "keepalives", "done_sentinel", "sequence", "usage", "response_id", "response_model",
                "anomalies"}  # fmt: skip
 SEQUENCE_KEYS = {"first", "last", "gaps", "skipped", "duplicates", "out_of_order", "bad_start"}
@@ -33,36 +34,49 @@ EXPECTED: dict[str, tuple[str, str, list[str], str | None, int, int, int, tuple[
     "responses-incomplete.sse": (R, "incomplete", ["max_output_tokens"], None, 8, 3, 0, (20, 3), {}),
     "responses-failed.sse": (R, "failed", ["error"], "server_error", 8, 3, 0, (None, None), {}),
     "responses-error.sse": (R, "error", [], "rate_limit_exceeded", 8, 3, 0, (None, None), {}),
-    "responses-cut.sse": (R, "cut", [], "cut", 7, 3, 0, (None, None), {}),
+    "responses-cut.sse": (R, "cut", [], None, 7, 3, 0, (None, None), {}),
     "responses-resumed-starting-after.sse": (R, "completed", ["stop"], None, 4, 2, 0, (20, 3), {}),
     "responses-seq-dup-gap.sse": (R, "completed", ["stop"], None, 8, 3, 0, (20, 3),
                                   {"sequence_duplicate": 1, "sequence_gap": 1}),
     "responses-gateway-untyped-done.sse": (R, "completed", ["stop"], None, 8, 3, 0, (20, 3),
                                            {"untyped_event": 5, "trailing_done": 1}),
     "responses-keepalive-crlf.sse": (R, "completed", ["stop"], None, 8, 3, 3, (20, 3), {}),
-    "responses-undecodable.sse": (R, "transport_error", [], "undecodable_event", 4, 1, 0, (None, None),
+    "responses-undecodable.sse": (R, "transport_error", [], None, 4, 1, 0, (None, None),
                                   {"undecodable_event": 1}),
-    "responses-unterminated.sse": (R, "cut", [], "cut", 7, 3, 0, (None, None), {"unterminated_event": 1}),
+    "responses-unterminated.sse": (R, "cut", [], None, 7, 3, 0, (None, None), {"unterminated_event": 1}),
     "responses-payloads.payloads.jsonl": (R, "failed", ["error"], "server_error", 8, 3, 0, (None, None), {}),
     "chat-completed-usage.sse": (C, "completed", ["stop"], None, 5, 2, 0, (12, 4), {}),
     "chat-completed-no-usage.sse": (C, "completed", ["stop"], None, 4, 2, 0, (None, None), {"usage_missing": 1}),
     "chat-completed-no-done.sse": (C, "completed", ["stop"], None, 5, 2, 0, (12, 4), {"missing_done": 1}),
+    "chat-thinking-parts.sse": (C, "completed", ["stop"], None, 7, 4, 0, (12, 4), {}),
+    "chat-no-finish-done.sse": (C, "completed", [], None, 4, 2, 0, (12, 4), {"missing_finish_reason": 1}),
+    "chat-no-finish-no-done.sse": (C, "cut", [], None, 4, 2, 0, (12, 4), {}),
+    "chat-cache-write-details.sse": (C, "completed", ["stop"], None, 5, 2, 0, (12, 4), {}),
+    "chat-cache-write-top-level.sse": (C, "completed", ["stop"], None, 5, 2, 0, (12, 4), {}),
     "chat-incomplete-length.sse": (C, "incomplete", ["length"], None, 5, 2, 0, (12, 4), {}),
     "chat-content-filter.sse": (C, "incomplete", ["content_filter"], None, 5, 2, 0, (12, 4), {}),
-    "chat-cut.sse": (C, "cut", [], "cut", 3, 2, 0, (None, None), {}),
-    "chat-cut-before-usage.sse": (C, "cut", ["stop"], "cut", 4, 2, 0, (None, None), {"usage_missing": 1}),
+    "chat-cut.sse": (C, "cut", [], None, 3, 2, 0, (None, None), {}),
+    "chat-cut-before-usage.sse": (C, "cut", ["stop"], None, 4, 2, 0, (None, None), {"usage_missing": 1}),
     "chat-inband-error.sse": (C, "error", [], "server_error", 4, 2, 0, (None, None), {}),
     "chat-n2-interleaved.sse": (C, "incomplete", ["stop", "length"], None, 9, 4, 0, (12, 4), {}),
     "chat-parallel-tool-calls.sse": (C, "completed", ["tool_calls"], None, 9, 4, 0, (12, 4), {}),
     "chat-reasoning-keepalive.sse": (C, "completed", ["stop"], None, 4, 3, 2, (12, 4), {}),
     "completions-completed.sse": (CO, "completed", ["stop"], None, 3, 2, 0, (None, None), {"usage_missing": 1}),
     "completions-incomplete.sse": (CO, "incomplete", ["length"], None, 2, 2, 0, (None, None), {"usage_missing": 1}),
-    "completions-cut.sse": (CO, "cut", [], "cut", 2, 2, 0, (None, None), {}),
+    "completions-cut.sse": (CO, "cut", [], None, 2, 2, 0, (None, None), {}),
     "messages-completed-cache.sse": (M, "completed", ["end_turn"], None, 7, 2, 1, (160, 5), {}),
     "messages-incomplete-max-tokens.sse": (M, "incomplete", ["max_tokens"], None, 6, 1, 0, (10, 2), {}),
     "messages-error-overloaded.sse": (M, "error", [], "overloaded_error", 4, 1, 1, (10, 1), {}),
-    "messages-cut.sse": (M, "cut", [], "cut", 4, 2, 0, (10, 1), {}),
+    "messages-cut.sse": (M, "cut", [], None, 4, 2, 0, (10, 1), {}),
     "messages-thinking-tool-use.sse": (M, "completed", ["tool_use"], None, 11, 2, 0, (10, 30), {}),
+}  # fmt: skip
+# the error class of each bad outcome (None for every other fixture)
+CLASSES = {
+    "responses-failed.sse": "server_error", "responses-error.sse": "rate_limited", "responses-cut.sse": "cut",
+    "responses-undecodable.sse": "protocol", "responses-unterminated.sse": "cut",
+    "responses-payloads.payloads.jsonl": "server_error", "chat-cut.sse": "cut", "chat-cut-before-usage.sse": "cut",
+    "chat-inband-error.sse": "server_error", "completions-cut.sse": "cut",
+    "messages-error-overloaded.sse": "overloaded", "messages-cut.sse": "cut", "chat-no-finish-no-done.sse": "cut",
 }  # fmt: skip
 
 
@@ -84,6 +98,7 @@ def test_fixture(name: str) -> None:
     fr = offline.analyse(str(FIXTURES / name))
     d = fr.to_json()
     assert (d["surface"], d["outcome"], d["finish_reasons"], d["error_type"]) == (surface, outcome, finish, error_type)
+    assert d["error_class"] == CLASSES.get(name)
     assert (d["events"], d["deltas"], d["keepalives"]) == (events, deltas, keepalives)
     assert (d["usage"]["input_tokens"], d["usage"]["output_tokens"]) == (inp, out)
     assert d["anomaly_counts"] == anomalies
@@ -107,6 +122,25 @@ def test_fixture_details() -> None:
     assert d["sequence"]["first"] is None and d["sequence"]["last"] is None
     d = offline.analyse(str(FIXTURES / "chat-completed-usage.sse")).to_json()
     assert d["done_sentinel"] is True and d["response_model"] == "gpt-4o-mini"
+    # chat cache writes where gateways report them (prompt_tokens_details, or Anthropic's top-level names)
+    for name, read, write in (("chat-cache-write-details.sse", 0, 9), ("chat-cache-write-top-level.sse", 3, 7)):
+        u = offline.analyse(str(FIXTURES / name)).to_json()["usage"]
+        assert (u["input_tokens"], u["cache_read_input_tokens"], u["cache_write_input_tokens"]) == (12, read, write)
+
+
+def test_thinking_parts_are_deltas_and_ttfd_is_the_first_of_them() -> None:
+    """check's clock ticks once per record: the first delta is the first thinking part (the record after the
+    role-only chunk), as in a plain text stream, not the answer three records later."""
+    r = offline.analyse(str(FIXTURES / "chat-thinking-parts.sse")).reports[0]
+    plain = offline.analyse(str(FIXTURES / "chat-cut.sse")).reports[0]  # role-only chunk, then text deltas
+    assert r.deltas == 4 and r.time_to_first_delta_ns == plain.time_to_first_delta_ns is not None
+
+
+def test_text_summary_names_the_error_class_of_bad_outcomes() -> None:
+    bad = offline.analyse(str(FIXTURES / "messages-error-overloaded.sse")).to_text()
+    assert "error_class=overloaded" in bad and "error_type=overloaded_error" in bad
+    assert "error_class=cut" in offline.analyse(str(FIXTURES / "chat-cut.sse")).to_text()
+    assert "error_class" not in offline.analyse(str(FIXTURES / "chat-completed-usage.sse")).to_text()
 
 
 def test_websocket_lanes() -> None:

@@ -1,9 +1,11 @@
 """OpenAI Chat Completions chunks and legacy Completions chunks (and every OpenAI-compatible server's).
 
-A delta is non-empty ``delta.content`` / ``refusal`` / ``reasoning_content`` / ``reasoning`` /
-``tool_calls[].function.arguments`` (chat) or ``choices[].text`` (legacy). The first chunk is usually role-only:
-not a delta. The answer is complete when every choice has a ``finish_reason`` and, when usage was requested, the
-``choices: []`` usage chunk arrived. An ``{"error": …}`` object after HTTP 200 is an in-band error.
+A delta is non-empty ``delta.content`` (a string, or a list of content parts one of which carries text, thinking or
+reasoning: how some compatible servers stream a reasoning model's thinking) / ``refusal`` / ``reasoning_content`` /
+``reasoning`` / ``tool_calls[].function.arguments`` (chat) or ``choices[].text`` (legacy). The first chunk is usually
+role-only: not a delta. The answer is complete when every choice has a ``finish_reason`` and, when usage was
+requested, the ``choices: []`` usage chunk arrived, or when the server's ``[DONE]`` says so (the tracker's
+``done_sentinel``). An ``{"error": …}`` object after HTTP 200 is an in-band error.
 """
 
 from __future__ import annotations
@@ -17,10 +19,30 @@ if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
 
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
+_PART_KEYS = ("text", "thinking", "reasoning")
+_MAX_PART_DEPTH = 3  # a thinking part nests its text parts: [{"type": "thinking", "thinking": [{"text": …}]}]
+
+
+def _parts_carry_output(parts: list[Any], depth: int = 0) -> bool:
+    """A list of content parts of which one carries non-empty text, thinking or reasoning (nested lists included,
+    to a bounded depth)."""
+    for part in parts:
+        f = fields(part)
+        for key in _PART_KEYS:
+            value = f.get(key)
+            if type(value) is str:
+                if value:
+                    return True
+            elif type(value) is list and depth < _MAX_PART_DEPTH and _parts_carry_output(value, depth + 1):
+                return True
+    return False
 
 
 def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> bool:
-    """The rarer delta payloads, once ``content`` was found empty."""
+    """The rarer delta payloads, once ``content`` was found not to be a non-empty string."""
+    content = dl.get("content")
+    if type(content) is list and _parts_carry_output(content):
+        return True
     if nonempty(dl.get("refusal")):
         return True
     calls = dl.get("tool_calls")
@@ -124,8 +146,19 @@ def _usage(t: StreamTracker, usage: object) -> None:
     t.usage_seen = True
     t.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
     t.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
-    cached = fields(u.get("prompt_tokens_details")).get("cached_tokens")
+    details = u.get("prompt_tokens_details")
+    cached = fields(details).get("cached_tokens")
     if cached is None:
         cached = extra(usage, "cached_tokens")  # Together reports it at the top level of usage
+    if cached is None:
+        cached = extra(usage, "cache_read_input_tokens")  # servers proxying Anthropic caching
     t.usage_cache_read = t.tokens(cached, "cached_tokens")
+    # cache writes, where servers report them (gateways proxying Anthropic caching)
+    written = fields(details).get("cache_write_tokens")  # declared by newer SDK models, an extra in older ones
+    if written is None:
+        written = extra(details, "cache_write_tokens")
+    if written is None:
+        written = extra(usage, "cache_creation_input_tokens")
+    if written is not None:
+        t.usage_cache_write = t.tokens(written, "cache_write_tokens")
     t.usage_reasoning = t.tokens(fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens")

@@ -1,0 +1,136 @@
+"""The error-class table (names.ERROR_CLASS_TABLE, derived by core.errors), row by row: HTTP statuses, the provider
+codes both SDKs deliver, the exceptions they and httpx2 raise, and the outcomes (DESIGN §2, "Error classes")."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from otelstream import names
+from otelstream.core.errors import error_class, exception_class, status_of
+
+HTTP = names.HTTP_ERROR
+_REQ = httpx2.Request("POST", "http://127.0.0.1/v1/x")
+
+
+@pytest.mark.parametrize(
+    ("status", "klass"),
+    [(429, "rate_limited"), (503, "overloaded"), (529, "overloaded"), (408, "timeout"), (504, "timeout"),
+     (401, "auth"), (403, "auth"), (400, "bad_request"), (404, "bad_request"), (413, "bad_request"),
+     (422, "bad_request"), (499, "bad_request"), (500, "server_error"), (502, "server_error"),
+     (599, "server_error"), (302, "_OTHER")],
+)  # fmt: skip
+def test_http_status(status: int, klass: str) -> None:
+    assert error_class(HTTP, str(status), status, None) == klass
+    assert error_class(HTTP, None, status, None) == klass
+
+
+@pytest.mark.parametrize(
+    ("code", "klass"),
+    [  # openai (Responses error / response.failed codes, chat error types) and anthropic (error.type)
+     ("rate_limit_exceeded", "rate_limited"), ("rate_limit_error", "rate_limited"),
+     ("too_many_requests", "rate_limited"), ("insufficient_quota", "quota_exceeded"),
+     ("billing_hard_limit_reached", "quota_exceeded"), ("quota_exceeded", "quota_exceeded"),
+     ("overloaded_error", "overloaded"), ("overloaded", "overloaded"), ("engine_overloaded", "overloaded"),
+     ("service_unavailable", "overloaded"), ("timeout", "timeout"), ("timeout_error", "timeout"),
+     ("authentication_error", "auth"), ("permission_error", "auth"), ("invalid_api_key", "auth"),
+     ("invalid_request_error", "bad_request"), ("context_length_exceeded", "bad_request"),
+     ("not_found_error", "bad_request"), ("request_too_large", "bad_request"), ("invalid_prompt", "bad_request"),
+     ("server_error", "server_error"), ("api_error", "server_error"), ("internal_error", "server_error"),
+     ("internal_server_error", "server_error"), ("Server_Error", "server_error"),
+     ("tool_use_failed", "_OTHER"), ("vendor_specific", "_OTHER")],
+)  # fmt: skip
+@pytest.mark.parametrize("outcome", [names.ERROR, names.FAILED])
+def test_provider_code(code: str, klass: str, outcome: str) -> None:
+    assert error_class(outcome, code, None, None) == klass
+
+
+def test_code_before_status() -> None:
+    """OpenAI answers an exhausted quota with HTTP 429 and code insufficient_quota: out of quota, not rate limited;
+    an unlisted code falls back to the status."""
+    assert error_class(HTTP, "insufficient_quota", 429, None) == "quota_exceeded"
+    assert error_class(HTTP, "overloaded_error", 529, None) == "overloaded"
+    assert error_class(HTTP, "something_else", 503, None) == "overloaded"
+    # a status-like code sent in-band (OpenRouter's {"error": {"code": 400}}) reads as that status
+    assert error_class(names.ERROR, "400", None, None) == "bad_request"
+    assert error_class(names.ERROR, "502", None, None) == "server_error"
+
+
+def _openai_status(status: int, body: dict[str, object]) -> openai.APIStatusError:
+    response = httpx2.Response(status, request=_REQ, json=body)
+    return openai.OpenAI(api_key="k", base_url="http://127.0.0.1/v1")._make_status_error(
+        "err", body=body.get("error", body), response=response
+    )
+
+
+def _anthropic_status(status: int, body: dict[str, object]) -> anthropic.APIStatusError:
+    response = httpx2.Response(status, request=_REQ, json=body)
+    return anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1")._make_status_error(
+        "err", body=body, response=response
+    )
+
+
+@pytest.mark.parametrize(
+    ("exc", "klass"),
+    [(openai.APITimeoutError(_REQ), "timeout"), (anthropic.APITimeoutError(_REQ), "timeout"),
+     (httpx2.ReadTimeout("t", request=_REQ), "timeout"), (httpx2.ConnectTimeout("t"), "timeout"),
+     (httpx2.WriteTimeout("t"), "timeout"), (httpx2.PoolTimeout("t"), "timeout"), (TimeoutError(), "timeout"),
+     (asyncio.TimeoutError(), "timeout"),
+     (openai.APIConnectionError(request=_REQ), "connection"), (anthropic.APIConnectionError(request=_REQ),
+                                                                "connection"),
+     (httpx2.ReadError("reset"), "connection"), (httpx2.ConnectError("refused"), "connection"),
+     (httpx2.RemoteProtocolError("peer closed connection without sending complete message body"), "connection"),
+     (httpx2.StreamClosed(), "connection"), (ConnectionResetError(), "connection"),
+     (json.JSONDecodeError("x", "{", 0), "protocol"), (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad"),
+                                                        "protocol"),
+     (httpx2.DecodingError("bad gzip"), "protocol"), (ValueError("x"), "protocol"),
+     (RuntimeError("x"), None), (KeyError("x"), None)],
+)  # fmt: skip
+def test_exception(exc: BaseException, klass: str | None) -> None:
+    assert exception_class(exc) == klass
+    outcome = names.TRANSPORT_ERROR
+    assert error_class(outcome, None, None, exc) == (klass or "connection")
+    assert error_class(HTTP, None, None, exc) == (klass or "_OTHER")
+
+
+def test_sdk_status_errors() -> None:
+    """What fail_unbound hands over: the SDK's exception (its status) and its code as the error type."""
+    e = _openai_status(429, {"error": {"message": "m", "type": "insufficient_quota", "code": "insufficient_quota"}})
+    assert status_of(e) == 429 and error_class(HTTP, e.code, status_of(e), e) == "quota_exceeded"
+    e = _openai_status(500, {"error": {"message": "m", "type": "server_error", "code": None}})
+    assert error_class(HTTP, e.type, status_of(e), e) == "server_error"
+    a = _anthropic_status(529, {"type": "error", "error": {"type": "overloaded_error", "message": "m"}})
+    assert status_of(a) == 529 and error_class(HTTP, a.type, status_of(a), a) == "overloaded"
+    a = _anthropic_status(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "m"}})
+    assert error_class(HTTP, a.type, status_of(a), a) == "rate_limited"
+    # anthropic's in-band `event: error` arrives as APIStatusError with status 200: the code decides
+    assert error_class(names.ERROR, "overloaded_error", 200, None) == "overloaded"
+    assert status_of(RuntimeError()) is None and status_of(None) is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "klass"),
+    [(names.CUT, "cut"), (names.ERROR, "_OTHER"), (names.FAILED, "_OTHER"), (names.TRANSPORT_ERROR, "connection"),
+     (names.HTTP_ERROR, "_OTHER"), (names.COMPLETED, None), (names.INCOMPLETE, None), (names.ABANDONED, None)],
+)  # fmt: skip
+def test_outcome(outcome: str, klass: str | None) -> None:
+    assert error_class(outcome, None, None, None) == klass
+    if klass is None:  # good outcomes have no class, whatever else was seen
+        assert error_class(outcome, "rate_limit_exceeded", 429, httpx2.ReadTimeout("t")) is None
+
+
+def test_the_table_is_closed_and_every_row_is_reachable() -> None:
+    assert names.ERROR_CLASSES == ("rate_limited", "quota_exceeded", "overloaded", "timeout", "auth", "bad_request",
+                                   "server_error", "connection", "protocol", "cut", "_OTHER")  # fmt: skip
+    for klass, statuses, codes, _excs in names.ERROR_CLASS_TABLE:
+        for code in codes:
+            assert error_class(names.ERROR, code, None, None) == klass
+        for status in statuses:
+            # a status is claimed by the first row that lists it (429 is rate_limited, not bad_request)
+            first = next(row[0] for row in names.ERROR_CLASS_TABLE if status in row[1])
+            assert error_class(HTTP, None, status, None) == first
