@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import os
 import threading
 import time
 import weakref
@@ -28,6 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from otelstream import names
 from otelstream.core.report import StreamReport
+from otelstream.export import multiproc
 from otelstream.export._sdk_internals import prometheus_histogram
 from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
@@ -128,6 +130,23 @@ class PromFamilies:
                 with contextlib.suppress(KeyError):
                     registry.unregister(c)
             raise
+        self._gauge_pid = 0
+        if self.multiprocess:
+            multiproc.sweep()  # a new run: the previous run's exited processes stop counting now
+            self.clean_own_gauges()
+
+    def clean_own_gauges(self) -> None:
+        """Once per process (again in a forked child): otelstream's gauge values in this pid's file that this
+        process did not write are a previous same-pid process's (a container restarted), so they go to 0."""
+        pid = os.getpid()
+        if self._gauge_pid == pid:
+            return
+        self._gauge_pid = pid
+        gauges = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED)
+        for family, labels in multiproc.stale_own_gauges(gauges):
+            gauge = self.metrics.get(family)
+            if gauge is not None and set(labels) == set(LABELNAMES[family]):
+                gauge.labels(**labels).set(0)
 
 
 _families: weakref.WeakKeyDictionary[CollectorRegistry, PromFamilies] = weakref.WeakKeyDictionary()
@@ -210,6 +229,8 @@ class PrometheusSink:
         gs = self._m.get(names.PROM_STREAMS_STALLED)
         if ga is None or gs is None:
             return
+        self.families.clean_own_gauges()
+        multiproc.sweep(force=False)  # every few seconds, so an application's own /metrics drops dead workers too
         for key, n in active.items():
             ga.labels(*key).set(n)
             gs.labels(*key).set(stalled.get(key, 0))
@@ -221,20 +242,49 @@ _COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")
 _port_warned = False
 
 
+class _SweptMultiProcessCollector:
+    """prometheus_client's MultiProcessCollector, after removing the live gauges of processes that are gone."""
+
+    def __init__(self) -> None:
+        from prometheus_client import multiprocess
+
+        self._inner = multiprocess.MultiProcessCollector(None)  # type: ignore[no-untyped-call]
+
+    def collect(self) -> Any:
+        with contextlib.suppress(Exception):  # a failed sweep must not cost the scrape
+            multiproc.sweep()
+        return self._inner.collect()  # type: ignore[no-untyped-call]
+
+
+def _standby(port: int, addr: str, served: CollectorRegistry, tls_kwargs: dict[str, Any]) -> None:
+    """A worker that lost the race for the port takes it over when the serving worker dies (else /metrics would be
+    gone with it until a restart)."""
+    while True:
+        time.sleep(multiproc.SWEEP_EVERY_S)
+        try:
+            prometheus_client.start_http_server(port, addr, registry=served, **tls_kwargs)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                continue
+            logger.warning("otelstream: metrics port %s:%d could not be taken over: %r", addr, port, exc)
+            return
+        logger.info("otelstream: now serving the metrics port %s:%d (its previous server exited)", addr, port)
+        return
+
+
 def start_metrics_server(
     port: int, addr: str = "127.0.0.1", registry: CollectorRegistry | None = None, **tls_kwargs: Any
 ) -> Any:
     """Serve ``/metrics``; TLS/mTLS keyword arguments as ``prometheus_client.start_http_server`` takes them.
 
-    In multiprocess mode the served registry aggregates every process's files, and a worker that finds the port
-    taken (another worker serves it) logs once and returns None instead of failing.
+    In multiprocess mode the served registry aggregates every process's files (after sweeping the live gauges of
+    exited processes), and a worker that finds the port taken (another worker serves it) logs once, returns None
+    instead of failing, and takes the port over if that worker exits.
     """
     global _port_warned
     if multiprocess_mode():
-        from prometheus_client import multiprocess
-
         served = CollectorRegistry()
-        multiprocess.MultiProcessCollector(served)  # type: ignore[no-untyped-call]
+        served.register(_SweptMultiProcessCollector())  # type: ignore[arg-type]
     else:
         served = registry if registry is not None else prometheus_client.REGISTRY
     try:
@@ -244,5 +294,7 @@ def start_metrics_server(
             if not _port_warned:
                 _port_warned = True
                 logger.info("otelstream: metrics port %s:%d is served by another process", addr, port)
+                threading.Thread(target=_standby, args=(port, addr, served, tls_kwargs), daemon=True,
+                                 name="otelstream-metrics-standby").start()  # fmt: skip
             return None
         raise

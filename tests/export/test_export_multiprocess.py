@@ -31,9 +31,11 @@ WORKER = textwrap.dedent(
     p.stream_started(start, tracker)
     p.watchdog.tick()  # multiprocess mode: the tick writes the live gauges into the process's file
     assert p.flush(10)
-    if sys.argv[2:] == ["shutdown"]:
+    if "shutdown" in sys.argv[2:]:
         p.shutdown()  # what uninstrument() ends in: this process no longer tracks the open stream
-    print("ok")
+    print("ok", flush=True)
+    if "exit" not in sys.argv[2:]:
+        sys.stdin.read()  # alive until the scrape is done: live gauges count live processes only
     """
 )
 
@@ -56,22 +58,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _scrape_after(tmp_path: Path, workers: list[list[str]]) -> tuple[dict[tuple[str, ...], float], str]:
+def _scrape_after(
+    tmp_path: Path, workers: list[list[str]], pre_scrape: str = ""
+) -> tuple[dict[tuple[str, ...], float], str]:
     mp_dir = tmp_path / "prom"
     mp_dir.mkdir()
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(mp_dir))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
     here = str(Path(__file__).parent)
     pipe = subprocess.PIPE
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, here, *a], env=env, stdout=pipe, stderr=pipe)
-             for a in workers]  # fmt: skip
-    for w in procs:
-        out, err = w.communicate(timeout=60)
-        assert w.returncode == 0, err.decode()
-        assert out.decode().strip() == "ok"
-    scrape = subprocess.run(
-        [sys.executable, "-c", SERVER, str(free_port())], env=env, capture_output=True, timeout=60, check=False
-    )
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, here, *a], env=env, stdin=pipe, stdout=pipe,
+                              stderr=pipe) for a in workers]  # fmt: skip
+    try:
+        for w in procs:
+            assert w.stdout is not None
+            assert w.stdout.readline().decode().strip() == "ok", w.communicate(timeout=60)[1].decode()
+        for w, a in zip(procs, workers, strict=True):
+            if "exit" in a:
+                assert w.wait(timeout=60) == 0
+        scrape = subprocess.run([sys.executable, "-c", pre_scrape + SERVER, str(free_port())], env=env,
+                                capture_output=True, timeout=60, check=False)  # fmt: skip
+    finally:
+        for w in procs:
+            _, err = w.communicate(timeout=60)
+            assert w.returncode == 0, err.decode()
     assert scrape.returncode == 0, scrape.stderr.decode()
     samples = {
         (s.name, s.labels.get("surface"), s.labels.get("outcome"), s.labels.get("le")): s.value
@@ -96,3 +106,33 @@ def test_a_shut_down_pipeline_leaves_no_open_streams_in_the_gauge(tmp_path: Path
     samples, _ = _scrape_after(tmp_path, [["shutdown"], []])
     assert samples[("otelstream_streams_active", "responses", None, None)] == 1
     assert samples[("otelstream_streams_total", "responses", "completed", None)] == 10
+
+
+def test_exited_workers_stop_counting_in_the_live_gauges_and_their_counters_stay(tmp_path: Path) -> None:
+    """A worker that exits (or is killed) with a stream open counted in otelstream_streams_active for good: its
+    livesum file stayed, and only a mark_process_dead hook the application writes removed it. Now the scrape sweeps
+    the live gauges of processes that are gone; counters of its finished streams stay."""
+    samples, _ = _scrape_after(tmp_path, [["exit"], ["exit"], []])
+    assert samples[("otelstream_streams_active", "responses", None, None)] == 1  # the one live worker
+    assert samples[("otelstream_streams_total", "responses", "completed", None)] == 15
+    assert not [p for p in os.listdir(tmp_path / "prom") if p.startswith("gauge_livesum_")][1:]
+
+
+REUSED_PID = textwrap.dedent(
+    """
+    import glob, os
+    from otelstream import config
+    from otelstream.export import build_pipeline
+    from prometheus_client import CollectorRegistry
+    # A container restart: this process has the pid a previous run's worker had, whose open stream is in the file.
+    [old] = glob.glob(os.path.join(os.environ["PROMETHEUS_MULTIPROC_DIR"], "gauge_livesum_*.db"))
+    os.rename(old, os.path.join(os.path.dirname(old), f"gauge_livesum_{os.getpid()}.db"))
+    build_pipeline(config.load({}, environ={}), registry=CollectorRegistry())
+    """
+)
+
+
+def test_a_restart_with_a_previous_workers_pid_does_not_inherit_its_gauges(tmp_path: Path) -> None:
+    samples, _ = _scrape_after(tmp_path, [["exit"]], pre_scrape=REUSED_PID)
+    assert samples.get(("otelstream_streams_active", "responses", None, None), 0) == 0
+    assert samples[("otelstream_streams_total", "responses", "completed", None)] == 5
