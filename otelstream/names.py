@@ -151,6 +151,31 @@ MAX_TEXT_LENGTH: Final = 256
 MAX_SPAN_NAME_LENGTH: Final = 128  # "{operation} {model}": a span name is a grouping key, not a record
 TEXT_REPLACEMENT: Final = "\ufffd"
 
+# --- measures an SDK patch point feeds (DESIGN §6) -----------------------------------------------------
+# When the installed SDK lacks a patch point (a release renamed it), otelstream logs one WARNING naming it and
+# these measures, and every stream it concerns reports them as unknown (``StreamReport.unobserved``, span attribute
+# ``otelstream.unobserved``): the value is absent (None), its metric is not recorded, its anomalies are not raised.
+MEASURE_STREAM: Final = "stream"  # the whole stream: those streams are not observed at all (no span, no report)
+MEASURE_TIME_TO_FIRST_EVENT: Final = "time_to_first_event"  # needs t_request stamped at the send
+MEASURE_TIME_TO_FIRST_DELTA: Final = "time_to_first_delta"  # needs t_request stamped at the send
+MEASURE_DURATION: Final = "duration"  # the operation-duration histogram (from t_request)
+MEASURE_RETRIES: Final = "retries"
+MEASURE_HTTP_ERRORS: Final = "http_errors"  # requests that fail before a stream exists (outcome http_error)
+MEASURE_DONE_SENTINEL: Final = "done_sentinel"  # `data: [DONE]`, and the missing_done / trailing_done anomalies
+MEASURE_EVENT_NAMES: Final = "event_names"  # SSE `event:` names (classify untyped events)
+MEASURE_KEEPALIVES: Final = "keepalives"
+MEASURES: Final = (
+    MEASURE_STREAM,
+    MEASURE_TIME_TO_FIRST_EVENT,
+    MEASURE_TIME_TO_FIRST_DELTA,
+    MEASURE_DURATION,
+    MEASURE_RETRIES,
+    MEASURE_HTTP_ERRORS,
+    MEASURE_DONE_SENTINEL,
+    MEASURE_EVENT_NAMES,
+    MEASURE_KEEPALIVES,
+)
+
 # --- spans -------------------------------------------------------------------------------------------
 SPAN_STREAM_INTERNAL: Final = "otelstream.stream"  # INTERNAL child when an SDK/peer CLIENT span is current
 SPAN_WEBSOCKET: Final = "otelstream.websocket"  # WebSocket connection span
@@ -212,6 +237,7 @@ ATTR_SEQ_SKIPPED: Final = "otelstream.sequence.skipped"
 ATTR_SEQ_DUPLICATES: Final = "otelstream.sequence.duplicates"
 ATTR_SEQ_OUT_OF_ORDER: Final = "otelstream.sequence.out_of_order"
 ATTR_OUTPUT_TOKENS_PER_SECOND: Final = "otelstream.output_tokens_per_second"
+ATTR_UNOBSERVED: Final = "otelstream.unobserved"  # the MEASURE_* names this stream could not observe
 
 # --- metrics: OTel instrument names (DESIGN §4) and the Prometheus series they become ----------------
 OTEL_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"

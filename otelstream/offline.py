@@ -207,7 +207,7 @@ def _aggregate_json(surface: str, outcome: str, reports: tuple[StreamReport, ...
         "error_class": error_class,
         "events": sum(r.events for r in reports),
         "deltas": sum(r.deltas for r in reports),
-        "keepalives": sum(r.keepalives for r in reports),
+        "keepalives": sum(r.keepalives or 0 for r in reports),
         "done_sentinel": any(r.done_sentinel for r in reports),
         "sequence": seq,
         "usage": usage,

@@ -46,6 +46,7 @@ from typing import Any
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
 from otelstream import _guard, _process, names
+from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import StreamStart
@@ -146,9 +147,24 @@ def call_on(obj: Any) -> Call | None:
 
 
 def begin_call(
-    start: StreamStart, *, parent: object | None = None, listener: StreamListener | None = None, **tracker_kwargs: Any
+    start: StreamStart,
+    *,
+    scopes: tuple[str, ...],
+    parent: object | None = None,
+    listener: StreamListener | None = None,
+    **tracker_kwargs: Any,
 ) -> Call | None:
-    """Create the tracker and start the span (caller's thread). None when instrumentation is off."""
+    """Create the tracker and start the span (caller's thread). None when instrumentation is off, or when a patch
+    point these streams need (``scopes``) is missing from the SDK (``names.MEASURE_STREAM``): not observed at all."""
+    unobserved = _patch.NOTHING_UNOBSERVED
+    for scope in scopes:  # one or two dict lookups per stream (the sets were computed at the SDK's import)
+        found = _patch.PATCHER.unobserved(scope)
+        if found:
+            unobserved = unobserved | found
+    if unobserved:
+        if names.MEASURE_STREAM in unobserved:
+            return None
+        tracker_kwargs["unobserved"] = unobserved
     taken = listener is None
     if taken:
         listener = RUNTIME.take_listener()
@@ -456,22 +472,31 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     return wrapped(*args, **kwargs)
 
 
-PATCHES = (Patch("httpx2", "Client.send", http_send), Patch("httpx2", "AsyncClient.send", http_send))
+# Without them t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a Vertex
+# token refresh) the request
+_T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)
+PATCHES = (
+    Patch("httpx2", "Client.send", http_send, measures=_T_REQUEST_MEASURES, scopes=(_patch.OPENAI, _patch.ANTHROPIC)),
+    Patch("httpx2", "AsyncClient.send", http_send, measures=_T_REQUEST_MEASURES,
+          scopes=(_patch.OPENAI_ASYNC, _patch.ANTHROPIC_ASYNC)),
+)
 
 
-Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]"], "Call | None"]
+Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]", "tuple[str, ...]"], "Call | None"]
 After = Callable[["Call", Any], None]
 
 
-def request_wrappers(begin: Begin, after: After, where: str) -> tuple[Wrapper, Wrapper]:
+def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, str]) -> tuple[Wrapper, Wrapper]:
     """The sync and async wrappers of an SDK's request entry: begin the call (span at the send), keep it in
     ``CURRENT`` while the SDK sends (a non-stream request made inside ours, a token refresh say, is not one of our
-    attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``."""
+    attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``. ``scopes``: the
+    sync and the async streams' patch scopes (``begin_call``)."""
+    sync_scopes, async_scopes = (scopes[0],), (scopes[1],)
 
     def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
         with _guard.guard(where):
-            call = begin(instance, args, kwargs)
+            call = begin(instance, args, kwargs, sync_scopes)
         token = CURRENT.set(call)
         try:
             result = wrapped(*args, **kwargs)
@@ -489,7 +514,7 @@ def request_wrappers(begin: Begin, after: After, where: str) -> tuple[Wrapper, W
     async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
         with _guard.guard(where):
-            call = begin(instance, args, kwargs)
+            call = begin(instance, args, kwargs, async_scopes)
         token = CURRENT.set(call)
         try:
             result = await wrapped(*args, **kwargs)
@@ -650,6 +675,14 @@ def request_of(response: Any) -> Any:
         return response.request
     except Exception:  # httpx2 raises RuntimeError when a response has no request
         return None
+
+
+def name_on_request(call: Call, response: Any) -> None:
+    """Name the call on the request a raw response answers (``with_raw_response``), so that the Stream its
+    ``.parse()`` builds later finds this call; the send hooks do this too, but one of them may be missing."""
+    ext = getattr(request_of(response), "extensions", None)
+    if type(ext) is dict and KEY not in ext:
+        ext[KEY] = call
 
 
 def call_of_response(response: Any) -> Call | None:

@@ -2,9 +2,13 @@
 
 Each ``Patch`` names a module and a dotted attribute path in it. Patches are applied from a wrapt post-import hook
 on their module (registered once per process; it runs at once when the module is already imported), so
-``instrument()`` may come before or after ``import openai``. A path that does not resolve in the installed SDK
-version skips that one surface with a debug log; nothing here ever raises into the importing program.
+``instrument()`` may come before or after ``import openai``. Nothing here ever raises into the importing program.
 ``remove()`` unwraps exactly the wrappers it installed (by identity) and leaves the hooks registered but inert.
+
+A path that does not resolve in the installed SDK (a release renamed it) is a *missing patch point*: one WARNING per
+process names it and the measures it feeds (``Patch.measures``, ``names.MEASURE_*``), and from then on every stream
+of the scopes it serves (``Patch.scopes``) reports those measures as unknown rather than wrong. The set per scope is
+computed here when a module's patches are applied; a stream reads it once, at its start (``unobserved``).
 """
 
 from __future__ import annotations
@@ -19,11 +23,24 @@ from typing import Any
 
 import wrapt
 
-from otelstream import _guard
+from otelstream import _guard, names
 
 logger = logging.getLogger("otelstream")
 
 Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+# Scopes: which streams a patch point serves (the SDK, sync or async, and openai's resume helper)
+OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async", "openai.resume", "openai.websocket"
+ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
+_SCOPE_TEXT = {
+    OPENAI: "openai sync streams",
+    OPENAI_ASYNC: "openai async streams",
+    OPENAI_RESUME: "openai streams resumed by the .stream(response_id=...) helper",
+    OPENAI_WEBSOCKET: "openai WebSocket-mode responses",
+    ANTHROPIC: "anthropic sync streams",
+    ANTHROPIC_ASYNC: "anthropic async streams",
+}
+NOTHING_UNOBSERVED: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,10 @@ class Patch:
     wrapper: Wrapper
     # called with the original attribute once it is wrapped: per-process work done at the import, not in a stream
     prepare: Callable[[Any], object] | None = None
+    # what this patch point alone observes (names.MEASURE_*: unknown for its scopes' streams when it is missing;
+    # MEASURE_STREAM: those streams are then not observed at all), and which streams it serves
+    measures: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
 
 
 class Patcher:
@@ -42,6 +63,10 @@ class Patcher:
         self._applied: dict[tuple[str, str], Any] = {}  # (module, path) -> the wrapt wrapper (the unwrap handle)
         self._hooked: set[str] = set()
         self._active = False
+        self._missing: dict[tuple[str, str], Patch] = {}  # patch points absent from the installed SDK
+        self._warned: set[tuple[str, str]] = set()  # once per process, across instrument() cycles
+        # scope -> the measures its streams cannot observe; replaced whole (streams read it without the lock)
+        self._unobserved: dict[str, frozenset[str]] = {}
 
     @property
     def active(self) -> bool:
@@ -50,6 +75,21 @@ class Patcher:
     def applied(self) -> dict[tuple[str, str], Any]:
         with self._lock:
             return dict(self._applied)
+
+    def missing(self) -> dict[tuple[str, str], Patch]:
+        with self._lock:
+            return dict(self._missing)
+
+    def unobserved(self, scope: str) -> frozenset[str]:
+        """The measures the streams of ``scope`` cannot observe (once per stream: one dict lookup)."""
+        return self._unobserved.get(scope, NOTHING_UNOBSERVED)
+
+    def _update_unobserved(self) -> None:
+        by_scope: dict[str, set[str]] = {}
+        for patch in self._missing.values():
+            for scope in patch.scopes:
+                by_scope.setdefault(scope, set()).update(patch.measures)
+        self._unobserved = {scope: frozenset(found) for scope, found in by_scope.items()}
 
     def install(self, patches: Iterable[Patch]) -> None:
         with self._lock:
@@ -79,8 +119,14 @@ class Patcher:
             try:
                 original = wrapt.resolve_path(module, patch.path)[2]
             except (AttributeError, ImportError):
-                logger.debug("otelstream: %s.%s not found in this SDK version; that surface is not observed", *key)
+                self._missing[key] = patch
+                self._update_unobserved()
+                if key not in self._warned:
+                    self._warned.add(key)
+                    logger.warning("%s", missing_message(patch))
                 continue
+            if self._missing.pop(key, None) is not None:
+                self._update_unobserved()
             self._applied[key] = wrapt.wrap_function_wrapper(module, patch.path, patch.wrapper)
             if patch.prepare is not None:
                 with _guard.guard("patch.prepare"):
@@ -95,6 +141,24 @@ class Patcher:
                     with _guard.guard("patch.remove"):
                         wrapt.unwrap_object(module, path, handle, missing_ok=True)
                 del self._applied[(module_name, path)]
+            self._missing.clear()
+            self._update_unobserved()
+
+
+def missing_message(patch: Patch) -> str:
+    """The one WARNING for a missing patch point: which one, and what becomes unknown (or unobserved) for whom."""
+    sdk = patch.module.partition(".")[0]
+    whom = ", ".join(_SCOPE_TEXT.get(scope, scope) for scope in patch.scopes) or "no stream"
+    if names.MEASURE_STREAM in patch.measures:
+        effect = f"{whom} are not observed at all (no span, no report, no metrics)"
+    elif patch.measures:
+        effect = f"for {whom} these measures are unknown (absent, never guessed): {', '.join(patch.measures)}"
+    else:
+        effect = "no measure depends on it"
+    return (
+        f"otelstream: patch point {patch.module}.{patch.path} is missing from the installed {sdk} "
+        f"(renamed in this release?); {effect}"
+    )
 
 
 PATCHER = Patcher()

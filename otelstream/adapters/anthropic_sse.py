@@ -29,6 +29,7 @@ from typing import Any
 
 from otelstream import _guard, names
 from otelstream.adapters import _common as c
+from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch
 from otelstream.core.report import StreamStart
 
@@ -59,11 +60,11 @@ def _start(client: Any, options: Any) -> StreamStart | None:
     )
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call | None:
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> c.Call | None:
     if not kwargs.get("stream"):
         return None
     start = _start(client, args[1] if len(args) > 1 else kwargs.get("options"))
-    return None if start is None else c.begin_call(start)
+    return None if start is None else c.begin_call(start, scopes=scopes)
 
 
 _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
@@ -105,13 +106,16 @@ def _after_request(call: c.Call, result: Any) -> None:
             return
         http = getattr(result, "http_response", None)
         if http is not None:  # with_raw_response / with_streaming_response: the Stream comes with .parse()
+            c.name_on_request(call, http)
             c.bind_response(call, http)
             c.watch(call, result)
         else:
             _late_bind(call, result)
 
 
-_request_sync, _request_async = c.request_wrappers(_begin, _after_request, "anthropic.request")
+_request_sync, _request_async = c.request_wrappers(
+    _begin, _after_request, "anthropic.request", (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
+)
 
 
 def _late_bind(call: c.Call, stream: Any) -> None:
@@ -204,7 +208,8 @@ def _bind(stream: Any, known: c.Call | None = None) -> None:
         start = _start(getattr(stream, "_client", None), options) if options is not None else None
         if start is None:
             return
-        call = c.begin_call(start)
+        scope = _patch.ANTHROPIC_ASYNC if hasattr(stream, "__anext__") else _patch.ANTHROPIC
+        call = c.begin_call(start, scopes=(scope,))
         if call is None:
             return
     if call.bound:
@@ -417,15 +422,39 @@ def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwarg
     return agen if call is None else _pings_async(agen, call)
 
 
+# What each patch point alone observes (names.MEASURE_*): unknown for its streams when a release lacks it
+_REQUEST = (
+    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the building of the Stream: after the headers
+    names.MEASURE_TIME_TO_FIRST_DELTA,
+    names.MEASURE_DURATION,
+    names.MEASURE_RETRIES,
+    names.MEASURE_HTTP_ERRORS,  # a request failing before a stream exists makes no call
+)
+_ATTEMPT = (
+    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the request entry: before retries and their back-off
+    names.MEASURE_TIME_TO_FIRST_DELTA,
+    names.MEASURE_DURATION,
+    names.MEASURE_RETRIES,
+)
+_LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
+_SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
+
 PATCHES = (
-    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync),
-    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async),
-    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync),
-    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async),
-    Patch("anthropic._streaming", "Stream.__init__", _stream_init),
-    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
-    Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync),
-    Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async),
+    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=_REQUEST, scopes=_SYNC),
+    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=_REQUEST, scopes=_ASYNC),
+    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=_ATTEMPT,
+          scopes=_SYNC),
+    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=_ATTEMPT,
+          scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+          measures=_LIFECYCLE, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+          measures=_LIFECYCLE, scopes=_ASYNC),
+    # the pings the SDK skips: without this tap they cannot be counted
+    Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,
+          measures=(names.MEASURE_KEEPALIVES,), scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async,
+          measures=(names.MEASURE_KEEPALIVES,), scopes=_ASYNC),
 )

@@ -28,6 +28,7 @@ from typing import Any
 
 from otelstream import _guard, names
 from otelstream.adapters import _common as c
+from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch
 from otelstream.core.report import StreamStart
 
@@ -99,7 +100,11 @@ def _options_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return args[1] if len(args) > 1 else kwargs.get("options")
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call | None:
+def _scopes(start: StreamStart, scopes: tuple[str, ...]) -> tuple[str, ...]:
+    return (*scopes, _patch.OPENAI_RESUME) if start.resumed else scopes
+
+
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> c.Call | None:
     if not kwargs.get("stream"):
         return None
     options = _options_arg(args, kwargs)
@@ -107,7 +112,7 @@ def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> c.Call
     if found is None:
         return None
     start, tracker_kwargs = found
-    call = c.begin_call(start, **tracker_kwargs)
+    call = c.begin_call(start, scopes=_scopes(start, scopes), **tracker_kwargs)
     if call is not None and start.resumed:
         _known_response_id(call, options)
     return call
@@ -155,19 +160,23 @@ def _after_request(call: c.Call, result: Any) -> None:
             return
         http = getattr(result, "http_response", None)
         if http is not None:
+            c.name_on_request(call, http)
             c.bind_response(call, http)
             c.watch(call, result)
         else:
             _late_bind(call, result)
 
 
-_request_sync, _request_async = c.request_wrappers(_begin, _after_request, "openai.request")
+_request_sync, _request_async = c.request_wrappers(
+    _begin, _after_request, "openai.request", (_patch.OPENAI, _patch.OPENAI_ASYNC)
+)
 
 
 def _late_bind(call: c.Call, stream: Any) -> None:
-    """``uninstrument()`` removed the patches between this call's request and the building of its Stream (or this
-    SDK version lacks the ``__stream__`` patch point): observe the Stream's generator here, so a stream whose request
-    was sent instrumented is still reported, exactly once. ``[DONE]`` is then invisible (``_iter_events`` unseen)."""
+    """``uninstrument()`` removed the patches between this call's request and the building of its Stream: observe the
+    Stream's generator here, so a stream whose request was sent instrumented is still reported, exactly once.
+    ``[DONE]`` is then invisible (``_iter_events`` unseen). (An SDK without the ``__stream__`` patch point starts no
+    call at all: ``begin_call``.)"""
     it = getattr(stream, "__dict__", {}).get("_iterator")
     if it is None or getattr(stream, "response", None) is None or _bind(stream, call) is None:
         return
@@ -243,7 +252,8 @@ def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
         found = _start(getattr(stream, "_client", None), options) if options is not None else None
         if found is None:
             return None
-        call = c.begin_call(found[0], **found[1])
+        scope = _patch.OPENAI_ASYNC if hasattr(stream, "__anext__") else _patch.OPENAI
+        call = c.begin_call(found[0], scopes=_scopes(found[0], (scope,)), **found[1])
         if call is None:
             return None
         if found[0].resumed:
@@ -446,17 +456,40 @@ def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
     return result
 
 
+# What each patch point alone observes (names.MEASURE_*): unknown for its streams when a release lacks it
+_REQUEST = (
+    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the building of the Stream: after the headers
+    names.MEASURE_TIME_TO_FIRST_DELTA,
+    names.MEASURE_DURATION,
+    names.MEASURE_RETRIES,
+    names.MEASURE_HTTP_ERRORS,  # a request failing before a stream exists makes no call
+)
+_SEND = (
+    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the request entry: before retries and their back-off
+    names.MEASURE_TIME_TO_FIRST_DELTA,
+    names.MEASURE_DURATION,
+    names.MEASURE_RETRIES,
+)
+_LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
+_RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
+_SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
+
 PATCHES = (
-    Patch("openai._base_client", "SyncAPIClient.request", _request_sync),
-    Patch("openai._base_client", "AsyncAPIClient.request", _request_async),
-    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync),
-    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async),
-    Patch("openai._client", "OpenAI._send_request", _send_sync),
-    Patch("openai._client", "AsyncOpenAI._send_request", _send_async),
-    Patch("openai._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS)),
-    Patch("openai._streaming", "Stream._iter_events", _iter_events_sync),
-    Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async),
-    Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init),
-    Patch("openai.lib.streaming.responses._responses", "AsyncResponseStream.__init__", _response_stream_init),
+    Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=_REQUEST, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient.request", _request_async, measures=_REQUEST, scopes=_ASYNC),
+    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync, measures=_SEND, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
+    Patch("openai._client", "OpenAI._send_request", _send_sync, measures=_SEND, scopes=_SYNC),
+    Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
+    Patch("openai._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+          measures=_LIFECYCLE, scopes=_SYNC),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+          measures=_LIFECYCLE, scopes=_ASYNC),
+    Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
+    Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
+    # the helper's client-side filter (starting_after): without it the first delta could be a replayed one
+    Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init,
+          measures=(names.MEASURE_TIME_TO_FIRST_DELTA,), scopes=(_patch.OPENAI_RESUME,)),
+    Patch("openai.lib.streaming.responses._responses", "AsyncResponseStream.__init__", _response_stream_init,
+          measures=(names.MEASURE_TIME_TO_FIRST_DELTA,), scopes=(_patch.OPENAI_RESUME,)),
 )

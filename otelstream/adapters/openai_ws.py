@@ -42,6 +42,7 @@ from typing import Any
 
 from otelstream import _guard, names
 from otelstream.adapters import _common as c
+from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.report import StreamStart
 
@@ -128,6 +129,8 @@ def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
     listener = c.RUNTIME.listener
     if listener is None or type(conn).__name__ not in _CONNECTION_CLASSES:
         return None
+    if names.MEASURE_STREAM in _patch.PATCHER.unobserved(_patch.OPENAI_WEBSOCKET):
+        return None  # a patch point of this mode is missing from the SDK: not observed (no connection span either)
     with _CREATE_LOCK:
         ws = conn.__dict__.get(c.KEY)
         if ws is not None:  # another thread won the race: its span is the connection's one span
@@ -185,7 +188,7 @@ def _created(ws: _Ws, stream_id: str | None, model: object) -> c.Call | None:
         t_request_ns=c.RUNTIME.clock(),
         stream_id=stream_id,
     )
-    call = c.begin_call(start, parent=ws.handle, listener=listener)
+    call = c.begin_call(start, scopes=_WS, parent=ws.handle, listener=listener)
     if call is not None:
         ws.lane(stream_id).pending.append(call)
     return call
@@ -518,9 +521,20 @@ async def _reconnect_async(wrapped: Any, instance: Any, args: tuple[Any, ...], k
 
 
 _RESOURCES = ("openai.resources.responses.responses", "openai.resources.beta.responses.responses")
+# Every WebSocket patch point takes part in attributing how a response ended (its events, the socket's end, the
+# caller's close, a reconnect, the create that starts it): without any one of them no response is reported, rather
+# than misreported
+_WS = (_patch.OPENAI_WEBSOCKET,)
+_ALL = (names.MEASURE_STREAM,)
+
+
+def _ws_patch(module: str, path: str, wrapper: Wrapper) -> Patch:
+    return Patch(module, path, wrapper, measures=_ALL, scopes=_WS)
+
+
 PATCHES = (
     *(
-        Patch(module, f"{cls}.{method}", wrapper)
+        _ws_patch(module, f"{cls}.{method}", wrapper)
         for module in _RESOURCES
         for cls, method, wrapper in (
             ("ResponsesConnection", "parse_event", _parse_event),
@@ -535,12 +549,12 @@ PATCHES = (
             ("AsyncResponsesConnectionManager", "__aenter__", _manager_aenter),
         )
     ),
-    Patch("openai._websocket_connection", "WebSocketConnectionBase.send_raw", _send_raw_sync),
-    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.send_raw", _send_raw_async),
-    Patch("openai._websocket_connection", "WebSocketConnectionBase.close", _close_sync),
-    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.close", _close_async),
-    Patch("openai._websocket_connection", "WebSocketConnectionBase._reconnect", _reconnect_sync),
-    Patch("openai._websocket_connection", "AsyncWebSocketConnectionBase._reconnect", _reconnect_async),
-    Patch("openai.lib.responses_websocket._session", "ResponsesWebSocketLane.send", _lane_send_sync),
-    Patch("openai.lib.responses_websocket._session", "AsyncResponsesWebSocketLane.send", _lane_send_async),
+    _ws_patch("openai._websocket_connection", "WebSocketConnectionBase.send_raw", _send_raw_sync),
+    _ws_patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.send_raw", _send_raw_async),
+    _ws_patch("openai._websocket_connection", "WebSocketConnectionBase.close", _close_sync),
+    _ws_patch("openai._websocket_connection", "AsyncWebSocketConnectionBase.close", _close_async),
+    _ws_patch("openai._websocket_connection", "WebSocketConnectionBase._reconnect", _reconnect_sync),
+    _ws_patch("openai._websocket_connection", "AsyncWebSocketConnectionBase._reconnect", _reconnect_async),
+    _ws_patch("openai.lib.responses_websocket._session", "ResponsesWebSocketLane.send", _lane_send_sync),
+    _ws_patch("openai.lib.responses_websocket._session", "AsyncResponsesWebSocketLane.send", _lane_send_async),
 )

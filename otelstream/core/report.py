@@ -137,7 +137,7 @@ class StreamReport:
     error_class: str | None = None  # one of names.ERROR_CLASSES for a bad outcome, else None
     finish_reasons: tuple[str, ...] = ()
     resumed: bool = False
-    retries: int = 0
+    retries: int | None = 0  # None: unknown (see ``unobserved``)
     # times (monotonic ns from the injected clock; t_request_ns is the anchor of every offset)
     t_request_ns: int = 0
     t_end_ns: int = 0
@@ -149,8 +149,8 @@ class StreamReport:
     # counts
     events: int = 0
     deltas: int = 0
-    keepalives: int = 0
-    done_sentinel: bool = False
+    keepalives: int | None = 0  # None: unknown (see ``unobserved``)
+    done_sentinel: bool | None = False  # None: `[DONE]` could not be seen at the layer observed
     sequence: SequenceStats = field(default_factory=SequenceStats)
     usage: Usage = field(default_factory=Usage)
     usage_requested: bool = False
@@ -161,6 +161,9 @@ class StreamReport:
     # time per output chunk: per bucket of names.TIME_PER_CHUNK_BUCKETS (+ overflow), count and sum (ns)
     chunk_counts: tuple[int, ...] = ()
     chunk_sums_ns: tuple[int, ...] = ()
+    # the names.MEASURE_* this stream could not observe (a patch point missing from the installed SDK): those fields
+    # are None, their metrics are not recorded; duration (the span's times) stays, its histogram is not recorded
+    unobserved: tuple[str, ...] = ()
 
     @property
     def operation(self) -> str:

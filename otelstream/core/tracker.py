@@ -173,6 +173,7 @@ class StreamTracker:
         "t_request",
         "t_terminal",
         "terminal",
+        "unobserved",
         "usage_cache_read",
         "usage_cache_write",
         "usage_input",
@@ -197,11 +198,14 @@ class StreamTracker:
         stall_threshold_ns: int = 30_000_000_000,
         retries: int = 0,
         request_id: str | None = None,
+        unobserved: frozenset[str] = frozenset(),
     ) -> None:
         """``usage_requested`` None means "infer from the chunks" (offline: a ``usage`` key is present).
         ``starting_after``: a server-side resume (the first sequence number must be N+1).
         ``client_filter_after``: the SDK helper replays from 0 and hides events up to N from the caller, so the
-        first delta counts only after N. ``done_observable``: whether ``[DONE]`` can be seen at this layer."""
+        first delta counts only after N. ``done_observable``: whether ``[DONE]`` can be seen at this layer.
+        ``unobserved``: the ``names.MEASURE_*`` this stream cannot observe (a patch point missing from the SDK): they
+        are reported as unknown (None), and the anomalies that rest on them are not raised."""
         self.start = start
         self.surface = start.surface
         self.clock = clock
@@ -226,7 +230,8 @@ class StreamTracker:
         self.keepalives = 0
         self.done_seen = False
         self.done_ended = False  # chat/completions: [DONE] was the terminal condition (no finish on every choice)
-        self.done_observable = done_observable
+        self.unobserved = unobserved
+        self.done_observable = done_observable and names.MEASURE_DONE_SENTINEL not in unobserved
         self.ended = False
         self.handle: object = None
         self.rank = _RANK_NONE
@@ -696,6 +701,23 @@ class StreamTracker:
     ) -> StreamReport:
         start = self.start
         t0 = self.t_request
+        ttfe = self.t_first_event - t0 if self.t_first_event else None
+        ttfd = self.t_first_delta - t0 if self.t_first_delta else None
+        retries: int | None = self.retries
+        keepalives: int | None = self.keepalives
+        done: bool | None = self.done_seen
+        unobserved = self.unobserved
+        if unobserved:  # a patch point is missing from the SDK: what rests on it is unknown, not zero or guessed
+            if names.MEASURE_TIME_TO_FIRST_EVENT in unobserved:
+                ttfe = None
+            if names.MEASURE_TIME_TO_FIRST_DELTA in unobserved:
+                ttfd = None
+            if names.MEASURE_RETRIES in unobserved:
+                retries = None
+            if names.MEASURE_KEEPALIVES in unobserved:
+                keepalives = None
+            if names.MEASURE_DONE_SENTINEL in unobserved and not self.done_seen:
+                done = None
         counts = self._anomaly_counts
         chunk_counts = self._chunk_counts or [0] * _N_CHUNK_BUCKETS
         chunk_total = self.t_prev_delta - self.t_first_delta if self.t_first_delta else 0
@@ -741,18 +763,18 @@ class StreamTracker:
                 "error_class": error_class,
                 "finish_reasons": tuple(self.finish_reasons),
                 "resumed": start.resumed or self.starting_after is not None or self.client_filter_after is not None,
-                "retries": self.retries,
+                "retries": retries,
                 "t_request_ns": t0,
                 "t_end_ns": max(t_end, t0),
-                "time_to_first_event_ns": self.t_first_event - t0 if self.t_first_event else None,
-                "time_to_first_delta_ns": self.t_first_delta - t0 if self.t_first_delta else None,
+                "time_to_first_event_ns": ttfe,
+                "time_to_first_delta_ns": ttfd,
                 "max_wait_ns": max(0, self.max_wait_ns),
                 "wait_ns": max(0, self.wait_ns),  # never negative, even with an injected clock that went backwards
                 "consumer_ns": max(0, self.consumer_ns),
                 "events": self.events,
                 "deltas": self.deltas,
-                "keepalives": self.keepalives,
-                "done_sentinel": self.done_seen,
+                "keepalives": keepalives,
+                "done_sentinel": done,
                 "sequence": sequence,
                 "usage": usage,
                 "usage_requested": bool(self.usage_requested),
@@ -762,6 +784,7 @@ class StreamTracker:
                 "stall_count": self.stall_count,
                 "chunk_counts": tuple(chunk_counts),
                 "chunk_sums_ns": spread_sums(chunk_counts, chunk_total),
+                "unobserved": tuple(sorted(unobserved)),
             },
         )
 

@@ -82,7 +82,8 @@ def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[
     provider, operation, model, surface = labels
     common = (provider, operation, model)
     # error_type carries only the bounded bad-outcome set (never a provider code: that is unbounded server data).
-    yield (names.PROM_OPERATION_DURATION, (*common, report.outcome if report.is_bad else ""), report.duration_s)
+    if names.MEASURE_DURATION not in report.unobserved:  # else t_request was not stamped at the send
+        yield (names.PROM_OPERATION_DURATION, (*common, report.outcome if report.is_bad else ""), report.duration_s)
     usage = report.usage
     if usage.input_tokens is not None:
         yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
@@ -96,7 +97,8 @@ def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[
     ttfe = report.time_to_first_event_s
     if ttfe is not None:
         yield (names.PROM_TIME_TO_FIRST_EVENT, (*common, surface), ttfe)
-        # Max wait only for streams that produced events: an http_error never waited for one.
+    # Max wait only for streams that produced events: an http_error never waited for one.
+    if ttfe is not None or report.events:
         yield (names.PROM_MAX_WAIT, (*common, surface), report.max_wait_s)
     for kind, n in report.sequence.counts_by_kind().items():
         if n > 0:

@@ -224,17 +224,22 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
     TTFT already."""
     a: Attrs = {
         names.ATTR_OUTCOME: report.outcome,
-        names.ATTR_RETRIES: report.retries,
         names.ATTR_MAX_WAIT: report.max_wait_s,
         names.ATTR_CONSUMER_TIME: report.consumer_time_s,
         names.ATTR_EVENTS: report.events,
         names.ATTR_DELTAS: report.deltas,
-        names.ATTR_KEEPALIVES: report.keepalives,
         names.ATTR_SEQ_GAPS: report.sequence.gaps,
         names.ATTR_SEQ_SKIPPED: report.sequence.skipped,
         names.ATTR_SEQ_DUPLICATES: report.sequence.duplicates,
         names.ATTR_SEQ_OUT_OF_ORDER: report.sequence.out_of_order,
     }
+    # None: unknown (a patch point is missing from the SDK; the unobserved attribute names what)
+    if report.retries is not None:
+        a[names.ATTR_RETRIES] = report.retries
+    if report.keepalives is not None:
+        a[names.ATTR_KEEPALIVES] = report.keepalives
+    if report.unobserved:
+        a[names.ATTR_UNOBSERVED] = report.unobserved
     if report.resumed:
         a[names.ATTR_RESUMED] = True
     if report.abandoned_reason:

@@ -7,7 +7,8 @@ OpenAI surfaces, a read timeout in the middle of a body, a half-written chunk, a
 
 Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (the chunk header for these bytes, then only the
 first half of them, then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script
-without a break ends with the terminating chunk: a clean EOF.
+without a break ends with the terminating chunk: a clean EOF. ``add(..., fail_first=N)`` answers the first N
+requests for the script with a retryable 503 (a 1 ms ``retry-after-ms``): the SDKs' retries.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Script:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     served: threading.Event = field(default_factory=threading.Event)
+    fail_first: int = 0  # requests still to answer with a retryable 503
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -76,6 +79,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
             self.send_header("x-should-retry", "false")
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with script.lock:
+            retry = script.fail_first > 0
+            script.fail_first -= retry
+        if retry:
+            body = b'{"error": {"message": "overloaded, retry", "type": "server_error"}}'
+            self.send_response(503)
+            for k, v in (("content-type", "application/json"), ("content-length", str(len(body))),
+                         ("x-should-retry", "true"), ("retry-after-ms", "1")):  # fmt: skip
+                self.send_header(k, v)
             self.end_headers()
             self.wfile.write(body)
             return
@@ -150,9 +165,11 @@ class ScriptedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._http.server_address[1]}"
 
-    def add(self, steps: list[Step], *, status: int = 200, headers: dict[str, str] | None = None) -> str:
+    def add(
+        self, steps: list[Step], *, status: int = 200, headers: dict[str, str] | None = None, fail_first: int = 0
+    ) -> str:
         key = f"s{next(self._ids)}"
-        self._http.scripts[key] = Script(list(steps), status, dict(headers or {}))
+        self._http.scripts[key] = Script(list(steps), status, dict(headers or {}), fail_first=fail_first)
         return key
 
     def served(self, key: str, timeout: float = 5.0) -> bool:
