@@ -122,16 +122,61 @@ class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         pass
 
     def _instrument(self, **kwargs: Any) -> None:
+        """Under ``opentelemetry-instrument`` (DESIGN §5): metrics as well as spans. The OTel instruments go through
+        the global MeterProvider when it is an SDK one (the distro configured OTLP metrics), ``/metrics`` is served
+        when ``OTELSTREAM_PROMETHEUS_PORT`` is set, as ``otelstream.auto`` does, and a missing SDK TracerProvider
+        (nothing would export the spans) is said once, with what to set."""
         known = {f.name for f in dataclasses.fields(config.Settings)}
-        instrument(
-            tracer_provider=kwargs.get("tracer_provider"),
-            meter_provider=kwargs.get("meter_provider"),
-            registry=kwargs.get("registry"),
-            **{k: v for k, v in kwargs.items() if k in known},  # BaseInstrumentor passes its own options too
-        )
+        settings = {k: v for k, v in kwargs.items() if k in known}  # BaseInstrumentor passes its own options too
+        tracer_provider = kwargs.get("tracer_provider")
+        meter_provider = kwargs.get("meter_provider")
+        if meter_provider is None:
+            meter_provider = _global_sdk_meter_provider()
+        if tracer_provider is None and not _global_sdk_tracer_provider():
+            _warn_no_tracer_provider()
+        instrument(tracer_provider=tracer_provider, meter_provider=meter_provider, registry=kwargs.get("registry"),
+                   **settings)  # fmt: skip
+        cfg = config.load(settings)
+        if cfg.enabled and cfg.prometheus_port is not None:
+            try:
+                start_metrics_server(cfg.prometheus_port, cfg.prometheus_addr)
+            except Exception as exc:  # the instrumented program must start whatever happens here
+                logger.warning("otelstream: metrics server not started on %s:%s: %r", cfg.prometheus_addr,
+                               cfg.prometheus_port, exc)  # fmt: skip
 
     def _uninstrument(self, **kwargs: Any) -> None:
         uninstrument()
+
+
+_warned_no_tracer_provider = False
+
+
+def _global_sdk_tracer_provider() -> bool:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
+def _global_sdk_meter_provider() -> Any:
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    provider = metrics.get_meter_provider()
+    return provider if isinstance(provider, MeterProvider) else None
+
+
+def _warn_no_tracer_provider() -> None:
+    global _warned_no_tracer_provider
+    if _warned_no_tracer_provider:
+        return
+    _warned_no_tracer_provider = True
+    logger.warning(
+        "otelstream: no OpenTelemetry SDK TracerProvider is installed, so otelstream's spans go nowhere. Under "
+        "opentelemetry-instrument: pip install opentelemetry-distro 'otelstream[otlp]' and set "
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://<collector>:4318 OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf "
+        "OTEL_SERVICE_NAME=<service>; in code: pass tracer_provider= or set the global one first."
+    )
 
 
 __all__ = ["OtelStreamInstrumentor", "flush", "instrument", "start_metrics_server", "uninstrument"]
