@@ -4,7 +4,8 @@ point (DESIGN §5).
 
 ``instrument()`` is idempotent: a second call while instrumented changes nothing (call ``uninstrument()`` first to
 change providers or settings). ``uninstrument()`` restores the SDKs' original functions exactly and shuts the
-export pipeline down after flushing it.
+export pipeline down after flushing it, within its timeout (outside the lock: a hung exporter never holds up the
+next ``instrument()``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import dataclasses
 import importlib.util
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Collection
 from typing import Any
@@ -61,9 +63,10 @@ def instrument(
         _pipeline = pipeline
 
 
-def uninstrument() -> None:
+def uninstrument(timeout: float = 5.0) -> None:
     """Undo ``instrument()``: original SDK functions back (identity), pending telemetry flushed; streams still open
-    keep reporting until they end, then the pipeline stops."""
+    keep reporting until they end, then the pipeline stops. Returns within ``timeout`` seconds overall, also when an
+    exporter hangs; ``instrument()`` can run again meanwhile (the lock is held only to swap the patches)."""
     global _pipeline
     with _lock:
         pipeline = _pipeline
@@ -74,9 +77,15 @@ def uninstrument() -> None:
         if pipeline is not None:
             # streams still open finish with the pipeline they started with: it shuts down after the last one
             _retiring.add(pipeline)
-            pipeline.retire()
-        for old in list(_retiring):  # earlier pipelines still draining: their finished streams are recorded too
-            old.flush()
+        # earlier pipelines still draining: their finished streams are recorded too
+        earlier = [p for p in _retiring if p is not pipeline]
+    deadline = time.monotonic() + max(0.0, timeout)
+    for old in earlier:  # metrics first, everywhere: one pipeline's hung span export must not cost another's
+        old.flush_metrics(deadline)
+    if pipeline is not None:
+        pipeline.retire_until(deadline)
+    for old in earlier:
+        old.flush_spans(deadline)
 
 
 def is_instrumented() -> bool:
@@ -85,9 +94,13 @@ def is_instrumented() -> bool:
 
 def flush(timeout: float = 5.0) -> bool:
     """Wait until every finished stream's telemetry is recorded (also of streams that outlived an
-    ``uninstrument()``); False on timeout."""
+    ``uninstrument()``); False on timeout, which bounds the whole call, however many pipelines there are."""
+    deadline = time.monotonic() + max(0.0, timeout)
     pipelines = [p for p in (_pipeline, *_retiring) if p is not None]
-    return all([bool(p.flush(timeout)) for p in pipelines])
+    # every pipeline's metrics before any span flush: those are quick unless a metric sink itself hangs
+    metrics = [bool(p.flush_metrics(deadline)) for p in pipelines]
+    spans = [bool(p.flush_spans(deadline)) for p in pipelines]
+    return all(metrics) and all(spans)
 
 
 def start_metrics_server(port: int = 9464, addr: str = "127.0.0.1", **tls: Any) -> Any:

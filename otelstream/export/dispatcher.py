@@ -4,10 +4,18 @@ Why a thread and not the caller: a sink may block (a span exporter on a slow col
 holds a lock, an OTel reader mid-collection). The caller's stream must never wait for any of that, so the caller
 only does ``put_nowait``; when the queue is full the item is dropped and counted, never waited for.
 
+A dispatcher may name a ``downstream`` one that its handler feeds (the pipeline's metrics thread hands span ends to
+a span thread of their own, so a hung exporter costs spans only): flushing, shutting down and the exit drain then
+cover both, in order, within one deadline.
+
 Invariants:
 - ``submit`` never blocks and never raises.
 - Items are handled in submission order, one at a time, on one thread (so sinks need no locking of their own).
-- ``flush(timeout)`` returns True once everything submitted before the call has been handled.
+- ``flush(timeout)`` returns True once everything submitted before the call has been handled (downstream too);
+  ``flush`` and ``shutdown`` return within ``timeout`` overall, however many waits they make, even when a handler
+  never returns.
+- A worker stops once shut down and drained, also when its stop marker found no room (a handler that was stuck
+  and came back must not leave its thread behind).
 - After ``os.fork()`` the child gets a fresh queue and starts its own thread on first use; items queued in the
   parent stay the parent's.
 - At interpreter exit the queue is drained (bounded by ``atexit_timeout``).
@@ -32,6 +40,22 @@ from otelstream import _guard
 logger = logging.getLogger("otelstream")
 
 _STOP = object()
+_POLL_S = 0.05  # how often a flush waiting on a shut-down dispatcher checks that its worker still runs
+
+
+class _Flush:
+    """A flush marker: the worker runs its ``on_flush`` hook (while the deadline allows) and sets ``done``."""
+
+    __slots__ = ("deadline", "done", "ok")
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.done = threading.Event()
+        self.ok = True
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 class Dispatcher:
@@ -42,8 +66,17 @@ class Dispatcher:
         *,
         name: str = "otelstream-export",
         atexit_timeout: float = 5.0,
+        on_flush: Callable[[float], bool] | None = None,
+        downstream: Dispatcher | None = None,
     ) -> None:
+        """``on_flush(deadline)`` runs on the worker when a flush marker is reached (e.g. a tracer provider's
+        ``force_flush``, which may itself block: it must not run on the thread that called ``flush``)."""
         self._handler = handler
+        self._on_flush = on_flush
+        self._downstream = downstream
+        self._upstream = False  # another dispatcher drains this one (flush, shutdown, exit)
+        if downstream is not None:
+            downstream._upstream = True
         self._maxsize = max(1, maxsize)
         self._name = name
         self._atexit_timeout = atexit_timeout
@@ -67,33 +100,62 @@ class Dispatcher:
         return True
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until everything submitted before this call has been handled."""
-        if self._closed and (self._thread is None or not self._thread.is_alive()):
-            return self._queue.empty()
-        if self._thread is None:
-            self._ensure_started()
-        done = threading.Event()
-        deadline = time.monotonic() + max(0.0, timeout)  # one bound for both waits
+        """Wait until everything submitted before this call has been handled, downstream included."""
+        return self.flush_until(time.monotonic() + max(0.0, timeout))
+
+    def flush_until(self, deadline: float, *, downstream: bool = True) -> bool:
+        """``flush`` against a ``time.monotonic()`` deadline shared by every wait (``downstream=False``: this
+        dispatcher's own queue only)."""
+        ok = self._flush_own(deadline)
+        if downstream and self._downstream is not None:
+            ok = self._downstream.flush_until(deadline) and ok
+        return ok
+
+    def _flush_own(self, deadline: float) -> bool:
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            # submit starts the thread before it queues: no thread means nothing queued (or a fork/shutdown left
+            # what it had, which no thread of this process will handle)
+            return self._drained()
+        marker = _Flush(deadline)
         try:
             # Blocking put: flush is the one place allowed to wait, and a full queue must drain below the marker.
-            self._queue.put(done, timeout=max(0.0, timeout))
+            self._queue.put(marker, timeout=_left(deadline))
         except queue.Full:
             return False
-        return done.wait(max(0.0, deadline - time.monotonic()))
+        # Polled, not one wait: a shut-down worker stops once drained, possibly just before this marker arrived
+        while not marker.done.wait(min(_POLL_S, _left(deadline))):
+            if not thread.is_alive():
+                return marker.ok if marker.done.is_set() else self._drained()
+            if time.monotonic() >= deadline:
+                return False
+        return marker.ok
+
+    def _drained(self) -> bool:
+        """Nothing but markers left in the queue (those a stopped worker never reached ask for nothing)."""
+        with self._queue.mutex:
+            return all(isinstance(item, _Flush) or item is _STOP for item in self._queue.queue)
 
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Drain what is queued, then stop the thread; later submissions are dropped."""
-        if self._closed:
-            return True
-        flushed = self.flush(timeout)
-        self._closed = True
-        thread = self._thread
-        if thread is not None and thread.is_alive():
-            try:
-                self._queue.put(_STOP, timeout=max(0.0, timeout))
-            except queue.Full:
-                return False
-            thread.join(timeout)
+        return self.shutdown_until(time.monotonic() + max(0.0, timeout))
+
+    def shutdown_until(self, deadline: float) -> bool:
+        """``shutdown`` against one deadline for the drain, the stop and the join (downstream included, after)."""
+        flushed = True
+        if not self._closed:
+            flushed = self._flush_own(deadline)
+            self._closed = True
+            thread = self._thread
+            if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+                try:
+                    self._queue.put(_STOP, timeout=_left(deadline))
+                except queue.Full:
+                    pass  # a stuck handler: the worker stops by itself once it has drained (see _run)
+                else:
+                    thread.join(_left(deadline))
+        if self._downstream is not None:
+            flushed = self._downstream.shutdown_until(deadline) and flushed
         return flushed
 
     @property
@@ -102,6 +164,9 @@ class Dispatcher:
 
     # --- worker ----------------------------------------------------------------------------------------------
     def _ensure_started(self) -> None:
+        if self._downstream is not None:
+            # now, not on the first hand-over: that may come while the interpreter exits, too late for a thread
+            self._downstream._ensure_started()
         with self._start_lock:
             if self._thread is not None or self._closed:
                 return
@@ -124,14 +189,29 @@ class Dispatcher:
             item = q.get()
             if item is _STOP:
                 return
-            if isinstance(item, threading.Event):
-                item.set()
-                continue
-            try:
-                self._handler(item)
-            except Exception as exc:  # a sink bug must not kill the export thread
-                with contextlib.suppress(Exception):  # strict mode re-raises; it was recorded in _guard.errors
-                    _guard.report("export.dispatch", exc)
+            if isinstance(item, _Flush):
+                self._flushed(item)
+            else:
+                try:
+                    self._handler(item)
+                except Exception as exc:  # a sink bug must not kill the export thread
+                    with contextlib.suppress(Exception):  # strict mode re-raises; it was recorded in _guard.errors
+                        _guard.report("export.dispatch", exc)
+            if self._closed and q.empty():
+                return  # shut down while this handler was stuck: the stop marker may have found no room
+
+    def _flushed(self, marker: _Flush) -> None:
+        if self._on_flush is not None:
+            if time.monotonic() >= marker.deadline:
+                marker.ok = False  # its caller has given up: no late, pointless provider flush
+            else:
+                try:
+                    marker.ok = bool(self._on_flush(marker.deadline))
+                except Exception as exc:
+                    marker.ok = False
+                    with contextlib.suppress(Exception):
+                        _guard.report("export.flush", exc)
+        marker.done.set()
 
     def _after_fork(self) -> None:
         # The parent's thread does not exist in the child and its queue's locks may have been held at fork time.
@@ -139,9 +219,19 @@ class Dispatcher:
         self._thread = None
         self._start_lock = threading.Lock()
 
+    def _started(self) -> bool:
+        down = self._downstream
+        return self._thread is not None or (down is not None and down._started())
+
+    def _pending_all(self) -> int:
+        down = self._downstream
+        return self.pending + (down._pending_all() if down is not None else 0)
+
     def _at_exit(self) -> None:
-        if self._thread is not None and not self._closed and not self.flush(self._atexit_timeout):
-            logger.warning("otelstream: %d stream report(s) not exported at exit", self.pending)
+        if self._upstream or self._closed or not self._started():
+            return  # a downstream dispatcher is drained by its upstream one, in order
+        if not self.flush(self._atexit_timeout):
+            logger.warning("otelstream: %d stream report(s) not exported at exit", self._pending_all())
 
 
 def _at_exit_before_providers(callback: Callable[[], None]) -> None:

@@ -3,6 +3,11 @@
 Caller's-thread cost per stream: ``stream_started`` (model label lookup, span start, two clock reads, one dict
 insert) and ``stream_finished`` (one dict pop, one ``put_nowait``). Both are guarded: an internal error is
 recorded and the caller's stream goes on.
+
+Two export threads, so that metrics never wait on spans: the first records every report into the metric sinks,
+then hands the span's end to the second (one more ``put_nowait``), which runs the span processors and so possibly a
+collector that never answers. A hung span export fills only the span queue: those spans are dropped and counted in
+``otelstream_reports_dropped_total``, while every stream is still counted and the error-ratio alerts keep working.
 """
 
 from __future__ import annotations
@@ -90,7 +95,12 @@ class Pipeline:
         if len(tables) > 1:  # a registry and a meter provider first used apart: both caps must hold
             self.models = JointLabels(tables)
 
-        self.dispatcher = Dispatcher(self._handle, settings.queue_size)
+        # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
+        # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)
+        self.span_dispatcher = Dispatcher(
+            self._handle_span, settings.queue_size, name="otelstream-spans", on_flush=self._flush_provider
+        )
+        self.dispatcher = Dispatcher(self._handle, settings.queue_size, downstream=self.span_dispatcher)
         multiprocess_gauges = self.prometheus is not None and self.prometheus.families.multiprocess
         self.watchdog = Watchdog(
             self.live,
@@ -157,41 +167,57 @@ class Pipeline:
         if not isinstance(handle, ConnectionHandle) or handle.closed or handle.inherited:
             return  # a forked child's copy of the parent's connection is the parent's to close
         handle.closed = True
-        # Ending a span runs its processors (maybe a blocking exporter): that belongs on the export thread too.
-        self.dispatcher.submit((_CONN_CLOSED, handle, error_type, time.time_ns()))
+        # Ending a span runs its processors (maybe a blocking exporter): that belongs on the span thread.
+        self.span_dispatcher.submit((_CONN_CLOSED, handle, error_type, time.time_ns()))
 
     # --- control ---------------------------------------------------------------------------------------------
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every report finished so far is recorded (and spans handed to their exporters)."""
-        deadline = time.monotonic() + max(0.0, timeout)
-        ok = self.dispatcher.flush(timeout)
-        provider = self.spans.provider if self.spans.provider is not None else trace.get_tracer_provider()
-        return _force_flush(provider, deadline) and ok
+        """Wait until every report finished so far is recorded (and spans handed to their exporters); returns
+        within ``timeout`` overall."""
+        return self.flush_until(time.monotonic() + max(0.0, timeout))
+
+    def flush_until(self, deadline: float) -> bool:
+        metrics = self.flush_metrics(deadline)
+        return self.flush_spans(deadline) and metrics
+
+    def flush_metrics(self, deadline: float) -> bool:
+        """Every report finished so far recorded by the metric sinks (its span end handed to the span thread)."""
+        return self.dispatcher.flush_until(deadline, downstream=False)
+
+    def flush_spans(self, deadline: float) -> bool:
+        """Every span end handed over so far run, then the tracer provider flushed (on the span thread)."""
+        return self.span_dispatcher.flush_until(deadline)
 
     def retire(self, timeout: float = 5.0) -> None:
         """``uninstrument()``: streams already started under this pipeline keep reporting to it. Shut down now when
         none is open, else from a daemon thread once the last one ends (its report, or the watchdog's idle fallback,
         which bounds the wait by ``abandon_after_s``)."""
-        self.flush(timeout)
-        if not len(self.live):
-            self.shutdown(timeout)
-            return
-        deadline = time.monotonic() + self._abandon_after_s + 3 * self._interval_s
+        self.retire_until(time.monotonic() + max(0.0, timeout))
 
-        def reap() -> None:
-            while len(self.live) and time.monotonic() < deadline and not self._shut:
+    def retire_until(self, deadline: float) -> None:
+        if not len(self.live):
+            self.shutdown_until(deadline)  # drains both queues first
+            return
+        self.flush_until(deadline)
+        reap_deadline = time.monotonic() + self._abandon_after_s + 3 * self._interval_s
+
+        def reap() -> None:  # off the caller's thread: its own default bound
+            while len(self.live) and time.monotonic() < reap_deadline and not self._shut:
                 time.sleep(min(self._interval_s, 0.1))
-            self.shutdown(timeout)
+            self.shutdown()
 
         threading.Thread(target=reap, name="otelstream-retire", daemon=True).start()
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Drain the queue, stop both threads, detach from shared gauges. Idempotent."""
+        """Drain the queues, stop the threads, detach from shared gauges; within ``timeout`` overall. Idempotent."""
+        self.shutdown_until(time.monotonic() + max(0.0, timeout))
+
+    def shutdown_until(self, deadline: float) -> None:
         if self._shut:
             return
         self._shut = True
-        self.watchdog.stop()
-        self.dispatcher.shutdown(timeout)
+        self.watchdog.stop(min(1.0, _left(deadline)))
+        self.dispatcher.shutdown_until(deadline)  # and the span dispatcher after it
         self.live.clear()
         self.watchdog.tick()  # multiprocess: this live process's livesum gauges back to 0 (a no-op otherwise)
         for sink in (self.prometheus, self.otel):
@@ -203,31 +229,45 @@ class Pipeline:
 
     # --- export thread ---------------------------------------------------------------------------------------
     def _handle(self, item: tuple[Any, ...]) -> None:
+        """Metrics thread: the metric sinks first, then the span end to the span thread (never waited for)."""
+        _, report, handle = item  # only reports come here
+        # Each sink guarded on its own: a failing span exporter must not cost the metrics, nor the reverse.
+        if self.prometheus is not None:
+            with _guard.guard("export.prometheus"):
+                self.prometheus.record(report, handle)
+        if self.otel is not None:
+            with _guard.guard("export.otel_metrics"):
+                self.otel.record(report, handle)
+        if not handle.span.is_recording():
+            return  # nothing to end (no tracer, not sampled): no second hop
+        if not self.span_dispatcher.submit(item):
+            self._count_drop(handle, "span export queue full: dropping spans (metrics are still recorded)")
+
+    def _handle_span(self, item: tuple[Any, ...]) -> None:
+        """Span thread: ending a span runs its processors, which may block for as long as the exporter does."""
         kind = item[0]
         if kind == _REPORT:
             _, report, handle = item
-            # Each sink guarded on its own: a failing span exporter must not cost the metrics, nor the reverse.
             with _guard.guard("export.spans"):
                 self.spans.finish(report, handle)
-            if self.prometheus is not None:
-                with _guard.guard("export.prometheus"):
-                    self.prometheus.record(report, handle)
-            if self.otel is not None:
-                with _guard.guard("export.otel_metrics"):
-                    self.otel.record(report, handle)
         elif kind == _ORPHAN:
             self.spans.finish_orphan(item[1])
         elif kind == _CONN_CLOSED:
             _, handle, error_type, end_ns = item
             self.spans.connection_closed(handle, error_type, end_ns)
 
-    def _count_drop(self, handle: StreamHandle) -> None:
+    def _flush_provider(self, deadline: float) -> bool:
+        provider = self.spans.provider if self.spans.provider is not None else trace.get_tracer_provider()
+        return _force_flush(provider, deadline)
+
+    def _count_drop(self, handle: StreamHandle, what: str = "export queue full: dropping stream telemetry") -> None:
         now = time.monotonic()
-        if now - self._last_drop_warning >= _DROP_WARNING_EVERY_S:
+        if now - self._last_drop_warning >= _DROP_WARNING_EVERY_S:  # caller's and metrics thread: at worst twice
             self._last_drop_warning = now
             logger.warning(
-                "otelstream: export queue full: dropping stream telemetry (counted in otelstream_reports_dropped_total;"
-                " raise OTELSTREAM_QUEUE_SIZE or check that the exporters keep up)"
+                "otelstream: %s (counted in otelstream_reports_dropped_total; raise OTELSTREAM_QUEUE_SIZE or check "
+                "that the exporters keep up)",
+                what,
             )
         if self.prometheus is not None:
             self.prometheus.count_drop(handle.labels)
@@ -246,7 +286,7 @@ class Pipeline:
     def _on_orphan(self, handle: StreamHandle) -> None:
         if not handle.finished:
             handle.finished = True
-            self.dispatcher.submit((_ORPHAN, handle))
+            self.span_dispatcher.submit((_ORPHAN, handle))
 
     def _on_tick(self, active: Counts, stalled: Counts) -> None:
         if self.prometheus is not None:
@@ -269,6 +309,10 @@ def _global_meter_provider() -> Any:
     from opentelemetry import metrics
 
     return metrics.get_meter_provider()
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 def _force_flush(provider: Any, deadline: float) -> bool:

@@ -73,6 +73,76 @@ def test_shutdown_drains_then_rejects() -> None:
     assert not d.submit(99)
 
 
+def _stuck(maxsize: int) -> tuple[Dispatcher, threading.Event, threading.Event]:
+    """A dispatcher whose handler never returns until released, with its queue full behind it."""
+    release, taken = threading.Event(), threading.Event()
+
+    def handler(item: Any) -> None:
+        taken.set()
+        release.wait(30)
+
+    d = Dispatcher(handler, maxsize)
+    assert d.submit(0) and taken.wait(5.0)
+    for i in range(maxsize):
+        assert d.submit(i + 1)
+    return d, release, taken
+
+
+def test_shutdown_is_bounded_by_one_deadline_and_a_stuck_worker_ends_once_released() -> None:
+    """The drain, the stop marker and the join share one deadline; a worker whose stop marker found no room still
+    ends after its handler comes back (a hung exporter must not leave a thread behind for good)."""
+    d, release, _ = _stuck(2)
+    t0 = time.perf_counter()
+    assert not d.shutdown(0.5)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.5 + 0.3, f"shutdown(0.5) took {elapsed:.2f} s"
+    thread = d._thread
+    assert thread is not None and thread.is_alive()
+    release.set()
+    thread.join(5.0)
+    assert not thread.is_alive()
+    assert not d.submit(99)
+
+
+def test_flush_covers_the_downstream_dispatcher_within_one_deadline() -> None:
+    down, release, _ = _stuck(1)
+    seen: list[int] = []
+
+    def forward(item: int) -> None:
+        seen.append(item)
+        down.submit(item)
+
+    up = Dispatcher(forward, 10, downstream=down)
+    up.submit(7)
+    t0 = time.perf_counter()
+    assert not up.flush(0.5)  # up drains at once; down is stuck
+    assert time.perf_counter() - t0 < 0.5 + 0.3
+    assert seen == [7] and up.flush_until(time.monotonic() + 5.0, downstream=False)
+    release.set()
+    assert up.flush(5.0)
+    assert up.shutdown(5.0) and not down.submit(1)  # shutting the upstream one down closes the downstream too
+
+
+def test_on_flush_runs_on_the_worker_within_the_callers_deadline() -> None:
+    """A hook that blocks (a tracer provider's force_flush on a hung exporter) holds up its worker, never flush."""
+    release = threading.Event()
+    ran_on: list[threading.Thread] = []
+
+    def on_flush(deadline: float) -> bool:
+        ran_on.append(threading.current_thread())
+        return release.wait(30)
+
+    d = Dispatcher(lambda item: None, 10, on_flush=on_flush)
+    d.submit(1)
+    t0 = time.perf_counter()
+    assert not d.flush(0.3)
+    assert time.perf_counter() - t0 < 0.3 + 0.3
+    assert ran_on == [d._thread]
+    release.set()
+    assert d.flush(5.0) and len(ran_on) == 2
+    d.shutdown()
+
+
 def test_handler_error_is_recorded_and_worker_survives(monkeypatch: pytest.MonkeyPatch) -> None:
     from otelstream import _guard
 
@@ -127,6 +197,24 @@ d = Dispatcher(lambda item: (time.sleep(0.2), seen.append(item)), 10)
 atexit.register(lambda: print("provider shutdown, after", seen, flush=True))  # registered later: runs first (LIFO)
 d.submit("last report")
 """
+
+
+CHAINED_EXIT = """
+import atexit, time
+from otelstream.export.dispatcher import Dispatcher
+
+seen = []
+down = Dispatcher(lambda item: (time.sleep(0.2), seen.append(item)), 10, name="down")
+up = Dispatcher(lambda item: (time.sleep(0.2), down.submit(item + " (handed on)")), 10, downstream=down)
+atexit.register(lambda: print("provider shutdown, after", seen, flush=True))
+up.submit("last report")
+"""
+
+
+def test_exit_drains_a_downstream_dispatcher_after_its_upstream() -> None:
+    out = subprocess.run([sys.executable, "-c", CHAINED_EXIT], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "provider shutdown, after ['last report (handed on)']"
 
 
 def test_queue_drained_at_exit_before_providers_registered_later_shut_down() -> None:

@@ -57,20 +57,27 @@ def test_hung_exporter_and_scrape_do_not_block_streams(clock: Clock) -> None:
             t0 = time.perf_counter()
             run_stream(p, clock)
             worst = max(worst, time.perf_counter() - t0)
-        # Nothing waited on the exporter: the export thread is stuck in the first span's export.
+        # Nothing waited on the exporter: the span thread is stuck in the first span's export.
         assert len(exporter.spans) == 0
         assert worst < 0.25, f"a stream waited {worst:.3f}s on export"
+        # ... and the metrics did not wait for it either (flush says the spans are not out, within its timeout)
+        assert not p.flush(0.5)
+        assert _completed(registry) == 100
     finally:
         release.set()
     assert p.flush(10.0)
     assert len(exporter.spans) == 100
-    assert registry.get_sample_value(
+    assert _completed(registry) == 100
+    scrape.join(5)
+    p.shutdown()
+
+
+def _completed(registry: CollectorRegistry) -> float | None:
+    return registry.get_sample_value(
         "otelstream_streams_total",
         {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test",
          "surface": "responses", "outcome": "completed"},
-    ) == 100  # fmt: skip
-    scrape.join(5)
-    p.shutdown()
+    )  # fmt: skip
 
 
 def test_stream_started_and_finished_never_raise_into_caller(clock: Clock, monkeypatch: Any) -> None:
