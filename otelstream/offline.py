@@ -8,7 +8,10 @@ Inputs, by file name:
   that); analysed like an SSE body whose events have no ``event:`` name;
 - ``*.jsonl``: a Responses WebSocket transcript, one server event (JSON) per line, reported per response: lanes by
   ``stream_id`` (null for the default lane), a new response at each ``response.created``, in the order of their
-  first events.
+  first events. Memory stays bounded whatever the transcript holds: ``lanes`` lists the first 1 000 responses
+  (``finish_reasons`` and ``anomalies`` come from those) while every count covers all of them (``responses``, the
+  sums, ``responses_dropped`` for the unlisted); at most 1 024 lanes are followed at once, and a new one beyond that
+  ends the longest-idle lane: a response still open there is reported ``cut`` and counted in ``lanes_evicted``.
 
 ``--surface auto`` tells the surface from the events' shapes (``type`` / ``event:`` names, ``object``,
 ``choices[].delta`` or ``.text``); Anthropic's legacy ``/v1/complete`` is recognised and refused as an unsupported
@@ -45,7 +48,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from otelstream import names
-from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.report import StreamReport, StreamStart, Usage
 from otelstream.core.sse import MAX_LINE, SSEComment, SSEDecoder, SSEItem
 from otelstream.core.tracker import StreamTracker
 
@@ -54,7 +57,8 @@ SURFACE_CHOICES: Final = (AUTO, *names.SURFACES)
 TICK_NS: Final = 1_000_000  # the synthetic clock's step: one read = 1 ms
 READ_SIZE: Final = 64 * 1024
 DETECT_LIMIT: Final = 256  # events buffered while the surface is still unknown
-MAX_REPORTED_LANE_RESPONSES: Final = 10_000  # a transcript's responses reported; more are counted, not kept
+MAX_REPORTED_LANE_RESPONSES: Final = 1_000  # a transcript's responses listed in `lanes`; all of them are counted
+MAX_OPEN_LANES: Final = 1_024  # lanes followed at once; beyond it the longest-idle lane is forgotten
 
 EXIT_OK: Final = 0
 EXIT_STRICT: Final = 1
@@ -93,24 +97,31 @@ class FileReport:
     surface: str
     reports: tuple[StreamReport, ...]
     websocket: bool = False
-    responses_dropped: int = 0  # transcript responses beyond MAX_REPORTED_LANE_RESPONSES
+    totals: _Totals | None = None  # a transcript's counts over all its responses, listed in ``reports`` or not
+
+    @property
+    def responses_dropped(self) -> int:
+        """Transcript responses beyond MAX_REPORTED_LANE_RESPONSES: counted, not listed."""
+        return self.totals.responses - len(self.reports) if self.totals is not None else 0
 
     @property
     def outcome(self) -> str:
         """The stream's outcome; for a transcript ``completed`` when every response completed, else the outcome of
         the first response (in order) that did not."""
-        for r in self.reports:
-            if r.outcome != names.COMPLETED:
-                return r.outcome
-        return names.COMPLETED if self.reports else names.CUT
+        if self.totals is not None:
+            return self.totals.outcome
+        return self.reports[0].outcome
 
     def to_json(self) -> dict[str, Any]:
         if not self.websocket:
             return {"file": self.file, **_report_json(self.reports[0])}
+        assert self.totals is not None  # analyse() gives every transcript its totals
+        evicted = self.totals.evicted
         return {
             "file": self.file,
-            **_aggregate_json(self.surface, self.outcome, self.reports),
+            **_aggregate_json(self.surface, self.reports, self.totals),
             **({"responses_dropped": self.responses_dropped} if self.responses_dropped else {}),
+            **({"lanes_evicted": evicted} if evicted else {}),
         }
 
     def to_text(self) -> str:
@@ -118,18 +129,22 @@ class FileReport:
         file = shown_path(self.file)
         if not self.websocket:
             return shown(f"{file}: {_report_text(self.reports[0])}")
-        n = len(self.reports) + self.responses_dropped
-        lanes = len({r.stream_id for r in self.reports})
-        head = (
-            f"{file}: {self.outcome}  {self.surface}  {n} response{'s' if n != 1 else ''}"
-            f" on {lanes} lane{'s' if lanes != 1 else ''}"
-        )
+        assert self.totals is not None  # analyse() gives every transcript its totals
+        n = self.totals.responses
+        lanes = len(self.totals.lane_ids)
+        on = f"more than {lanes} lanes" if self.totals.lanes_more else f"{lanes} lane{'s' if lanes != 1 else ''}"
+        head = f"{file}: {self.outcome}  {self.surface}  {n} response{'s' if n != 1 else ''} on {on}"
         lines = [head]
         for r in self.reports:
             lane = r.stream_id if r.stream_id is not None else "default"
             lines.append(f"  [{lane}] {r.response_id or '-'}: {_report_text(r, surface=False)}")
         if self.responses_dropped:
             lines.append(f"  … {self.responses_dropped} more responses not listed")
+        if self.totals.evicted:
+            lines.append(
+                f"  … {self.totals.evicted} responses ended as cut: their lane idled while more than"
+                f" {MAX_OPEN_LANES} lanes were open"
+            )
         return "\n".join(shown(line) for line in lines)
 
 
@@ -162,60 +177,41 @@ def _report_json(r: StreamReport) -> dict[str, Any]:
     return out
 
 
-def _aggregate_json(surface: str, outcome: str, reports: tuple[StreamReport, ...]) -> dict[str, Any]:
-    """A transcript's top level carries DESIGN §3's keys summed over its responses, plus ``lanes``."""
+def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: _Totals) -> dict[str, Any]:
+    """A transcript's top level carries DESIGN §3's keys summed over all its responses, plus ``lanes``: the lists
+    (``lanes``, ``finish_reasons``, ``anomalies``) come from the listed responses, every count from ``totals``."""
     finish: list[str] = []
     anomalies: list[dict[str, Any]] = []
-    counts: dict[str, int] = {}
-    gaps = skipped = duplicates = out_of_order = 0
-    bad_start = missing = False
-    usage: dict[str, int | None] = dict.fromkeys(
-        ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_write_input_tokens",
-         "reasoning_output_tokens"))  # fmt: skip
-    error_type = error_class = None
     for r in reports:
         finish.extend(r.finish_reasons)
-        if error_type is None and r.outcome == outcome and outcome != names.COMPLETED:
-            error_type = r.error_type
-        if error_class is None and r.outcome == outcome:
-            error_class = r.error_class  # the response whose outcome the transcript's is
         for a in r.anomalies:
             if len(anomalies) < names.MAX_REPORTED_ANOMALIES:
                 anomalies.append(a.to_json())
-        for kind, c in r.anomaly_counts:
-            counts[kind] = counts.get(kind, 0) + c
-        s = r.sequence
-        gaps += s.gaps
-        skipped += s.skipped
-        duplicates += s.duplicates
-        out_of_order += s.out_of_order
-        bad_start = bad_start or s.bad_start
-        missing = missing or s.missing
-        for key, value in r.usage.to_json().items():
-            if value is not None:
-                usage[key] = (usage[key] or 0) + value
+    outcome = totals.outcome
+    first_error = totals.error_types.get(outcome) if outcome != names.COMPLETED else None
+    first_class = totals.error_classes.get(outcome)  # from the responses whose outcome the transcript's is
     # per-response numbering restarts at 0, so first/last are only meaningful per lane
-    seq = {"first": None, "last": None, "gaps": gaps, "skipped": skipped, "duplicates": duplicates,
-           "out_of_order": out_of_order, "bad_start": bad_start, "missing": missing}  # fmt: skip
-    models = [r.response_model for r in reports if r.response_model]
+    seq = {"first": None, "last": None, "gaps": totals.gaps, "skipped": totals.skipped,
+           "duplicates": totals.duplicates, "out_of_order": totals.out_of_order, "bad_start": totals.bad_start,
+           "missing": totals.missing}  # fmt: skip
     return {
         "surface": surface,
         "provider": reports[0].provider if reports else names.PROVIDER_OPENAI,
         "outcome": outcome,
         "finish_reasons": finish,
-        "error_type": error_type,
-        "error_class": error_class,
-        "events": sum(r.events for r in reports),
-        "deltas": sum(r.deltas for r in reports),
-        "keepalives": sum(r.keepalives or 0 for r in reports),
-        "done_sentinel": any(r.done_sentinel for r in reports),
+        "error_type": first_error[1] if first_error is not None else None,
+        "error_class": first_class[1] if first_class is not None else None,
+        "events": totals.events,
+        "deltas": totals.deltas,
+        "keepalives": totals.keepalives,
+        "done_sentinel": totals.done_sentinel,
         "sequence": seq,
-        "usage": usage,
+        "usage": dict(totals.usage),
         "response_id": None,
-        "response_model": models[0] if models else None,
+        "response_model": totals.model[1] if totals.model is not None else None,
         "anomalies": anomalies,
-        "anomaly_counts": counts,
-        "responses": len(reports),
+        "anomaly_counts": dict(totals.anomaly_counts),
+        "responses": totals.responses,
         "lanes": [_report_json(r) for r in reports],
     }
 
@@ -543,47 +539,161 @@ def _resume_point(first: _Record | None) -> int | None:
 
 
 @dataclass
-class _Lanes:
-    """A WebSocket transcript: one run per response, lanes by ``stream_id``."""
+class _Totals:
+    """DESIGN §3's counts over every response of a transcript, listed in ``lanes`` or not: exact, in memory that
+    does not grow with the responses (integers, and dicts keyed by anomaly kind and outcome)."""
 
-    runs: list[_Run] = field(default_factory=list)
-    current: dict[str | None, _Run] = field(default_factory=dict)
-    # per lane, the client's response.create not yet answered by a run: after a response's terminal event, the next
-    # server event belongs to the next request (an `error` refusing it may come without response.created)
-    requested: dict[str | None, int] = field(default_factory=dict)
-    dropped: int = 0
+    responses: int = 0
+    events: int = 0
+    deltas: int = 0
+    keepalives: int = 0
+    done_sentinel: bool = False
+    gaps: int = 0
+    skipped: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
+    bad_start: bool = False
+    missing: bool = False
+    usage: dict[str, int | None] = field(default_factory=lambda: Usage().to_json())  # every key, each None
+    anomaly_counts: dict[str, int] = field(default_factory=dict)
+    # responses finish out of order (lanes interleave), so "first" means the lowest place in order of first events
+    first_bad: tuple[int, str] | None = None  # the first response that did not complete: (place, outcome)
+    error_types: dict[str, tuple[int, str]] = field(default_factory=dict)  # per outcome, its first error_type
+    error_classes: dict[str, tuple[int, str]] = field(default_factory=dict)  # per outcome, its first error_class
+    model: tuple[int, str] | None = None
+    lane_ids: set[str | None] = field(default_factory=set)  # distinct lanes, up to MAX_REPORTED_LANE_RESPONSES
+    lanes_more: bool = False
+    evicted: int = 0  # responses still open when their lane was forgotten (MAX_OPEN_LANES)
+
+    @property
+    def outcome(self) -> str:
+        if self.first_bad is not None:
+            return self.first_bad[1]
+        return names.COMPLETED if self.responses else names.CUT
+
+    def add(self, place: int, r: StreamReport) -> None:
+        self.responses += 1
+        self.events += r.events
+        self.deltas += r.deltas
+        self.keepalives += r.keepalives or 0  # None (unknown) only live, never offline
+        self.done_sentinel = self.done_sentinel or bool(r.done_sentinel)
+        s = r.sequence
+        self.gaps += s.gaps
+        self.skipped += s.skipped
+        self.duplicates += s.duplicates
+        self.out_of_order += s.out_of_order
+        self.bad_start = self.bad_start or s.bad_start
+        self.missing = self.missing or s.missing
+        usage = self.usage
+        for key, value in r.usage.to_json().items():
+            if value is not None:
+                usage[key] = (usage[key] or 0) + value
+        counts = self.anomaly_counts
+        for kind, c in r.anomaly_counts:
+            counts[kind] = counts.get(kind, 0) + c
+        if r.outcome != names.COMPLETED and (self.first_bad is None or place < self.first_bad[0]):
+            self.first_bad = (place, r.outcome)
+        if r.error_type is not None:
+            known = self.error_types.get(r.outcome)
+            if known is None or place < known[0]:
+                self.error_types[r.outcome] = (place, r.error_type)
+        if r.error_class is not None:
+            known = self.error_classes.get(r.outcome)
+            if known is None or place < known[0]:
+                self.error_classes[r.outcome] = (place, r.error_class)
+        if r.response_model and (self.model is None or place < self.model[0]):
+            self.model = (place, r.response_model)
+        if r.stream_id not in self.lane_ids:
+            if len(self.lane_ids) < MAX_REPORTED_LANE_RESPONSES:
+                self.lane_ids.add(r.stream_id)
+            else:
+                self.lanes_more = True
+
+
+@dataclass
+class _Lane:
+    """One lane being followed: its current response and the client's requests it has not answered yet."""
+
+    run: _Run | None = None
+    place: int = 0  # the run's place in order of first events
+    # the client's response.create not yet answered by a run: after a response's terminal event, the next server
+    # event belongs to the next request (an `error` refusing it may come without response.created)
+    requested: int = 0
+
+
+@dataclass
+class _Lanes:
+    """A WebSocket transcript: one run per response, lanes by ``stream_id``.
+
+    Bounded whatever the transcript holds: at most MAX_OPEN_LANES lanes are followed (least recently fed first, so
+    the one to forget is the longest idle), a response's report is folded into ``totals`` when its lane moves on,
+    and only the first MAX_REPORTED_LANE_RESPONSES reports are kept for ``lanes``."""
+
+    open: dict[str | None, _Lane] = field(default_factory=dict)
+    listed: list[StreamReport | None] = field(default_factory=list)  # by place; None while that run is open
+    totals: _Totals = field(default_factory=_Totals)
+    started: int = 0
 
     def record(self, rec: _Record) -> None:
         value = rec.value
         d = value if type(value) is dict else None
         typ = d.get("type") if d is not None else None
         sid = d.get("stream_id") if d is not None else None
-        lane = sid[:128] if isinstance(sid, str) else None
-        if type(typ) is str and typ in _WS_CLIENT_EVENTS:
-            if typ == "response.create" and len(self.requested) < MAX_REPORTED_LANE_RESPONSES:
-                self.requested[lane] = self.requested.get(lane, 0) + 1
+        client = type(typ) is str and typ in _WS_CLIENT_EVENTS
+        if client and typ != "response.create":
             return
-        run = self.current.get(lane)
-        requested = self.requested.get(lane, 0)
+        lane = sid[:128] if isinstance(sid, str) else None
+        entry = self.open.pop(lane, None)
+        if entry is None:
+            entry = _Lane()
+            if len(self.open) >= MAX_OPEN_LANES:
+                self._forget(next(iter(self.open)))
+        self.open[lane] = entry  # re-inserted: the most recently fed lane is last
+        if client:
+            entry.requested += 1
+            return
+        run = entry.run
         if (
             run is None
             or (typ == "response.created" and run.tracker.events)
-            or (run.tracker.terminal and requested)
+            or (run.tracker.terminal and entry.requested)
         ):
-            if requested:
-                self.requested[lane] = requested - 1
+            if entry.requested:
+                entry.requested -= 1
             if run is not None:
-                run.finish()
-            run = _Run.open(names.RESPONSES_WEBSOCKET, sse_framed=False, stream_id=lane)
-            self.current[lane] = run
-            if len(self.runs) < MAX_REPORTED_LANE_RESPONSES:
-                self.runs.append(run)
-            else:
-                self.dropped += 1
+                self._close(entry)
+            run = entry.run = _Run.open(names.RESPONSES_WEBSOCKET, sse_framed=False, stream_id=lane)
+            entry.place = self.started
+            self.started += 1
+            if entry.place < MAX_REPORTED_LANE_RESPONSES:
+                self.listed.append(None)
         run.record(rec)
 
+    def _forget(self, lane: str | None) -> None:
+        entry = self.open.pop(lane)
+        run = entry.run
+        if run is not None:
+            if run.report is None and not run.tracker.terminal:
+                self.totals.evicted += 1
+            self._close(entry)
+
+    def _close(self, entry: _Lane) -> None:
+        assert entry.run is not None  # only called for a lane with a current response
+        report = entry.run.finish()
+        entry.run = None
+        self.totals.add(entry.place, report)
+        if entry.place < MAX_REPORTED_LANE_RESPONSES:
+            self.listed[entry.place] = report
+
     def reports(self) -> tuple[StreamReport, ...]:
-        return tuple(run.finish() for run in self.runs)
+        """The listed reports, in order of first events; every lane still open ends here (the transcript did)."""
+        for entry in self.open.values():
+            if entry.run is not None:
+                self._close(entry)
+        self.open.clear()
+        listed = tuple(r for r in self.listed if r is not None)
+        assert len(listed) == len(self.listed)  # every run was closed, here or when its lane moved on
+        return listed
 
 
 def analyse(path: str, surface: str = AUTO) -> FileReport:
@@ -640,7 +750,7 @@ def analyse(path: str, surface: str = AUTO) -> FileReport:
         reports = lanes.reports()
         if not reports:
             raise CheckError("no server events in the transcript")
-        return FileReport(path, chosen, reports, websocket=True, responses_dropped=lanes.dropped)
+        return FileReport(path, chosen, reports, websocket=True, totals=lanes.totals)
     assert run is not None  # json_seen > 0 means at least one record reached the setup above
     return FileReport(path, chosen, (run.finish(unterminated=state["unterminated"]),))
 

@@ -189,6 +189,82 @@ def test_websocket_error_refusing_the_next_request_is_its_own_response(tmp_path:
     assert lanes[1]["anomalies"][-1]["kind"] == names.ANOM_UNKNOWN_EVENT  # a `type` that is no string: not a crash
 
 
+def _ws_response(i: int, lane: str | None = None, terminal: str = "response.completed") -> list[str]:
+    sid = {} if lane is None else {"stream_id": lane}
+    end: dict[str, Any] = {
+        "type": terminal,
+        "sequence_number": 2,
+        **sid,
+        "response": {"id": f"resp_{i}", "usage": {"input_tokens": 1, "output_tokens": 2}},
+    }
+    if terminal == "response.failed":
+        end["response"]["error"] = {"code": "server_error", "message": "m"}
+    return [json.dumps(x) for x in (
+        {"type": "response.created", "sequence_number": 0, **sid, "response": {"id": f"resp_{i}", "model": f"m{i}"}},
+        {"type": "response.output_text.delta", "sequence_number": 1, **sid, "delta": "x"}, end)]  # fmt: skip
+
+
+def test_websocket_counts_are_exact_beyond_the_listed_responses(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 21 (7): `lanes` lists the first MAX_REPORTED_LANE_RESPONSES responses, but the outcome, error_type and
+    every count cover all of them (before, a response past the listed ones was neither listed nor counted: a
+    transcript whose only failure came later read `completed`)."""
+    cap = offline.MAX_REPORTED_LANE_RESPONSES
+    n, bad = cap + 200, cap + 100
+    lines: list[str] = []
+    for i in range(n):
+        lines += _ws_response(i, terminal="response.failed" if i == bad else "response.completed")
+    p = tmp_path / "ws.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    fr = offline.analyse(str(p))
+    d = fr.to_json()
+    assert (d["outcome"], d["error_type"]) == ("failed", "server_error")
+    alone = tmp_path / "failed.jsonl"
+    alone.write_text("\n".join(_ws_response(bad, terminal="response.failed")) + "\n")
+    expected_class = offline.analyse(str(alone)).to_json()["error_class"]
+    assert expected_class is not None and d["error_class"] == expected_class
+    assert (d["responses"], d["responses_dropped"], len(d["lanes"])) == (n, n - cap, cap)
+    assert [x["response_id"] for x in d["lanes"]] == [f"resp_{i}" for i in range(cap)]
+    assert (d["events"], d["deltas"]) == (3 * n, n)
+    assert (d["usage"]["input_tokens"], d["usage"]["output_tokens"]) == (n, 2 * n)
+    assert d["response_model"] == "m0" and "lanes_evicted" not in d
+    assert len(d["finish_reasons"]) == cap  # a list: from the listed responses, like `anomalies`
+    text = fr.to_text()
+    assert text.startswith(f"{p}: failed  responses_websocket  {n} responses on 1 lane\n")
+    assert text.endswith(f"… {n - cap} more responses not listed")
+    assert check(capsys, "--strict", str(p))[0] == 1
+
+
+def test_websocket_open_lanes_are_bounded(tmp_path: Path) -> None:
+    """Issue 21 (7): at most MAX_OPEN_LANES lanes are followed at once; a new lane beyond that ends the longest-idle
+    one (its open response is reported cut and counted in `lanes_evicted`), so memory does not grow with the lanes
+    of a transcript. A lane fed again stays followed, and a lane answering after its requests stays matched."""
+    cap = offline.MAX_OPEN_LANES
+    extra = 76
+    lines = [json.dumps({"type": "response.create", "stream_id": "kept"}),
+             _ws_response(0, "kept")[0]]  # fmt: skip
+    for i in range(1, cap + extra + 1):
+        lines.append(_ws_response(i, f"s{i}")[0])  # response.created only: the response stays open
+        if i % 100 == 0:
+            lines.append(_ws_response(0, "kept")[1])  # "kept" is fed now and then: never the longest idle
+    lines.append(_ws_response(0, "kept")[2])
+    p = tmp_path / "ws.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    fr = offline.analyse(str(p))
+    d = fr.to_json()
+    n = cap + extra + 1
+    assert (d["responses"], d["events"]) == (n, n + 1 + (cap + extra) // 100)
+    assert d["lanes_evicted"] == n - cap  # n lanes, cap of them still followed at the end
+    lanes = d["lanes"]
+    assert lanes[0]["stream_id"] == "kept" and lanes[0]["outcome"] == "completed"
+    assert [x["stream_id"] for x in lanes[1:]] == [f"s{i}" for i in range(1, len(lanes))]
+    assert {x["outcome"] for x in lanes[1:]} == {"cut"}
+    assert fr.to_text().splitlines()[-1] == (
+        f"  … {n - cap} responses ended as cut: their lane idled while more than {cap} lanes were open"
+    )
+
+
 # --- the CLI contract ------------------------------------------------------------------------------------------
 def check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     rc = offline.main(list(argv))

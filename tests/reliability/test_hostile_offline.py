@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -30,7 +32,7 @@ from relhelpers import (
 )
 
 from otelstream import names
-from otelstream.offline import CheckError, FileReport, analyse
+from otelstream.offline import MAX_OPEN_LANES, MAX_REPORTED_LANE_RESPONSES, CheckError, FileReport, analyse
 
 FILES = corpus_files()
 MiB = 1024 * 1024
@@ -228,6 +230,59 @@ def test_100k_tiny_events(surface: str, writer: _Writer) -> None:
     assert sum(r.events for r in result.reports) == expected
     assert sum(r.deltas for r in result.reports) == n
     assert peak < 24 * MiB, f"peak {peak / MiB:.1f} MiB for {n} events ({len(body) / MiB:.1f} MiB body)"
+
+
+# `otelstream check` as the user runs it, reporting its own peak resident memory once it is done: VmHWM, the high
+# water mark of the process image exec() made (ru_maxrss would keep the forking pytest process's size across exec)
+_CHECK_REPORTING_PEAK_RSS = """
+import re, sys
+from otelstream import offline
+rc = offline.main(sys.argv[1:])
+with open("/proc/self/status") as f:
+    print(int(re.search(r"^VmHWM:\\s*(\\d+) kB", f.read(), re.M).group(1)) * 1024, file=sys.stderr)
+sys.exit(rc)
+"""
+
+
+@pytest.mark.slow
+def test_300k_websocket_lanes(tmp_path: Path) -> None:
+    """Issue 21 (7): a transcript of 300 000 lanes (a stream_id per response, as a client that never reuses one
+    sends; a third of the responses never end) is checked in bounded memory, its counts exact. Before, every lane
+    kept its tracker (~1.3 KB) to the end of the file, 401 MiB peak RSS for this 40 MB file, and the counts stopped
+    at the 10 000th response."""
+    if not Path("/proc/self/status").is_file():
+        pytest.skip("the peak resident memory of a process is read from Linux's /proc/self/status")
+    n = scaled(300_000)
+    path = tmp_path / "lanes.jsonl"
+    with path.open("w") as f:
+        for i in range(n):
+            if i % 3 == 0:  # a response that never ends: its lane stays open until it is the longest idle
+                f.write(f'{{"type":"response.created","sequence_number":0,"stream_id":"s{i}",'
+                        f'"response":{{"id":"resp_{i}"}}}}\n')  # fmt: skip
+            else:
+                f.write(f'{{"type":"response.completed","sequence_number":0,"stream_id":"s{i}","response":'
+                        f'{{"id":"resp_{i}","usage":{{"input_tokens":1,"output_tokens":2}}}}}}\n')  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", _CHECK_REPORTING_PEAK_RSS, "--json", str(path)],
+                          capture_output=True, text=True, timeout=110, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    peak = int(proc.stderr.strip().splitlines()[-1])
+    FIGURES.peak(f"peak RSS, otelstream check --json of {n} WebSocket lanes (MiB)", peak / MiB)
+    # the interpreter and the module take ~16 MiB; the analysis adds ~9 MiB whatever the transcript's length
+    assert peak < 64 * MiB, f"peak RSS {peak / MiB:.1f} MiB for {n} lanes"
+    d = json.loads(proc.stdout)
+    unfinished = (n + 2) // 3
+    completed = n - unfinished
+    assert (d["responses"], d["events"], d["deltas"]) == (n, n, 0)
+    assert (d["usage"]["input_tokens"], d["usage"]["output_tokens"]) == (completed, 2 * completed)
+    assert d["anomaly_counts"] == {names.ANOM_NO_DELTA: completed}
+    assert (d["outcome"], d["error_type"]) == (names.CUT, None)
+    assert d["error_class"] == d["lanes"][0]["error_class"]  # the first response's: the first one that did not end
+    listed = min(n, MAX_REPORTED_LANE_RESPONSES)
+    assert len(d["lanes"]) == listed and d.get("responses_dropped", 0) == n - listed
+    assert [x["stream_id"] for x in d["lanes"][:3]] == ["s0", "s1", "s2"]
+    # the lanes still followed at the end are the last MAX_OPEN_LANES; every unfinished one before them was evicted
+    forgotten = max(0, n - MAX_OPEN_LANES)
+    assert d.get("lanes_evicted", 0) == (forgotten + 2) // 3
 
 
 @pytest.mark.parametrize("depth", [50, 1000, 100_000])
