@@ -784,7 +784,7 @@ class StreamTracker:
                 "stall_count": self.stall_count,
                 "chunk_counts": tuple(chunk_counts),
                 "chunk_sums_ns": spread_sums(chunk_counts, chunk_total),
-                "unobserved": tuple(sorted(unobserved)),
+                "unobserved": tuple(sorted(unobserved)) if unobserved else (),
             },
         )
 
