@@ -22,7 +22,7 @@ LABELNAMES: dict[str, tuple[str, ...]] = {
     names.PROM_TOKEN_USAGE: (*COMMON, names.LABEL_TOKEN_TYPE),
     names.PROM_TIME_TO_FIRST_CHUNK: COMMON,
     names.PROM_TIME_PER_OUTPUT_CHUNK: COMMON,
-    names.PROM_STREAMS: (*COMMON, names.LABEL_SURFACE, names.LABEL_OUTCOME),
+    names.PROM_STREAMS: (*COMMON, names.LABEL_SURFACE, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE),
     names.PROM_TIME_TO_FIRST_EVENT: (*COMMON, *_S),
     names.PROM_MAX_WAIT: (*COMMON, *_S),
     names.PROM_SEQUENCE_ANOMALIES: (*COMMON, names.LABEL_SURFACE, names.LABEL_KIND),
@@ -81,9 +81,11 @@ def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[
     """
     provider, operation, model, surface = labels
     common = (provider, operation, model)
-    # error_type carries only the bounded bad-outcome set (never a provider code: that is unbounded server data).
+    # error_type is the error class: a closed set (never a provider code, which is unbounded server data); "" (absent)
+    # for good outcomes
+    klass = (report.error_class or names.EC_OTHER) if report.is_bad else ""
     if names.MEASURE_DURATION not in report.unobserved:  # else t_request was not stamped at the send
-        yield (names.PROM_OPERATION_DURATION, (*common, report.outcome if report.is_bad else ""), report.duration_s)
+        yield (names.PROM_OPERATION_DURATION, (*common, klass), report.duration_s)
     usage = report.usage
     if usage.input_tokens is not None:
         yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
@@ -93,7 +95,7 @@ def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[
     # A resumed stream's first delta comes from a replay, not from the model: it would fake a fast TTFT.
     if ttfd is not None and not report.resumed:
         yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
-    yield (names.PROM_STREAMS, (*common, surface, report.outcome), 1.0)
+    yield (names.PROM_STREAMS, (*common, surface, report.outcome, klass), 1.0)
     ttfe = report.time_to_first_event_s
     if ttfe is not None:
         yield (names.PROM_TIME_TO_FIRST_EVENT, (*common, surface), ttfe)

@@ -158,7 +158,7 @@ class SpanSink:
         if handle.events_left > 0:
             self._add_events(report, handle)
         if report.is_bad:
-            span.set_status(Status(StatusCode.ERROR, clean_text(report.error_type or report.outcome)))
+            span.set_status(Status(StatusCode.ERROR, clean_text(report.error_type or report.error_class or "")))
         start_wall = handle.wall_ns(handle.start.t_request_ns or handle.mono_anchor_ns)
         span.end(end_time=max(start_wall, handle.wall_ns(report.t_end_ns)))
 
@@ -260,7 +260,10 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
     if report.finish_reasons:
         a[names.ATTR_RESPONSE_FINISH_REASONS] = tuple(report.finish_reasons)  # what the SDK would store
     if report.is_bad:
-        a[names.ATTR_ERROR_TYPE] = report.error_type or report.outcome
+        # the provider's code as sent where there is one (a trace query finds the exact cause), else the class
+        klass = report.error_class or names.EC_OTHER
+        a[names.ATTR_ERROR_TYPE] = report.error_type or klass
+        a[names.ATTR_ERROR_CLASS] = klass
     if not internal:
         if report.time_to_first_delta_s is not None:
             a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from otelstream import names
+from otelstream.core.errors import error_class
 from otelstream.core.report import StreamReport, StreamStart, Usage
 from otelstream.export import Pipeline
 
@@ -74,6 +75,8 @@ def make_report(start: StreamStart | None = None, **kw: Any) -> StreamReport:
         stream_id=start.stream_id, resumed=start.resumed,
     )  # fmt: skip
     base.update(kw)
+    if "error_class" not in kw:  # as the tracker derives it (no status, no exception)
+        base["error_class"] = error_class(base["outcome"], base.get("error_type"), None, None)
     return StreamReport(**base)
 
 

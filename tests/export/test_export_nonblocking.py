@@ -78,7 +78,7 @@ def _completed(registry: CollectorRegistry) -> float | None:
     return registry.get_sample_value(
         "otelstream_streams_total",
         {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test",
-         "surface": "responses", "outcome": "completed"},
+         "surface": "responses", "outcome": "completed", "error_type": ""},
     )  # fmt: skip
 
 

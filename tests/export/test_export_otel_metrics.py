@@ -43,6 +43,10 @@ def feed(p: Any, clock: Clock) -> None:
     run_stream(p, clock, {"outcome": names.HTTP_ERROR, "time_to_first_event_ns": None,
                           "time_to_first_delta_ns": None, "usage": Usage(), "events": 0},
                provider=names.PROVIDER_ANTHROPIC, surface=names.MESSAGES, request_model="claude-x")  # fmt: skip
+    # error classes on the error_type label of both the duration histogram and the streams counter
+    run_stream(p, clock, {"outcome": names.HTTP_ERROR, "error_type": "429", "time_to_first_event_ns": None,
+                          "time_to_first_delta_ns": None, "usage": Usage(), "events": 0})  # fmt: skip
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "overloaded_error"})
     # one stream still open: the live gauges must agree too
     start = make_start(t_request_ns=clock())
     tracker = FakeTracker(start, clock)
@@ -70,6 +74,9 @@ def test_parity_with_prometheus_metric_reader(make_pipeline: Any, clock: Clock) 
     for key, value in a.items():
         assert b[key] == pytest.approx(value), key
     names_seen = {name for name, _ in a}
+    classes = {dict(labels).get("error_type") for name, labels in a
+               if name in ("otelstream_streams_total", "gen_ai_client_operation_duration_seconds_count")}  # fmt: skip
+    assert classes == {None, "cut", "_OTHER", "rate_limited", "overloaded"}
     for expected in ("otelstream_streams_total", "gen_ai_client_token_usage_bucket",
                      "gen_ai_client_operation_duration_seconds_count", "otelstream_streams_active",
                      "otelstream_streams_stalled", "otelstream_stream_sequence_anomalies_total",
@@ -82,7 +89,7 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     reader = InMemoryMetricReader()
     mp = MeterProvider(metric_readers=[reader])
     p = make_pipeline(meter_provider=mp, prometheus_metrics=False)
-    run_stream(p, clock, {"outcome": names.FAILED})
+    run_stream(p, clock, {"outcome": names.FAILED, "error_type": "rate_limit_exceeded"})
     assert p.flush(5.0)
     data = reader.get_metrics_data()
     assert data is not None
@@ -92,7 +99,7 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     (pt,) = dur.data.data_points  # type: ignore[union-attr]
     assert dict(pt.attributes or {}) == {
         "gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test",
-        "error.type": "failed",
+        "error.type": "rate_limited",
     }  # fmt: skip
     assert tuple(pt.explicit_bounds) == names.DURATION_BUCKETS  # type: ignore[attr-defined]
     tok = metrics[names.OTEL_TOKEN_USAGE]
@@ -100,7 +107,8 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     assert {dict(q.attributes or {})["gen_ai.token.type"] for q in tok.data.data_points} == {"input", "output"}  # type: ignore[union-attr]
     streams = metrics[names.OTEL_STREAMS]
     (sp,) = streams.data.data_points  # type: ignore[union-attr]
-    assert (dict(sp.attributes or {})["outcome"], sp.value) == ("failed", 1)  # type: ignore[union-attr]
+    attrs = dict(sp.attributes or {})  # type: ignore[union-attr]
+    assert (attrs["outcome"], attrs["error.type"], sp.value) == ("failed", "rate_limited", 1)  # type: ignore[union-attr]
     mp.shutdown()
 
 

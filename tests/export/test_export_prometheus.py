@@ -44,7 +44,7 @@ def test_completed_stream_series(make_pipeline: Any, clock: Clock, registry: Col
     run_stream(p, clock)
     assert p.flush(5.0)
     r = registry
-    assert sample(r, "otelstream_streams_total", surface="responses", outcome="completed") == 1
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 1
     assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="") == 1
     assert sample(r, "gen_ai_client_operation_duration_seconds_sum", error_type="") == 1.5
     assert sample(r, "gen_ai_client_operation_duration_seconds_bucket", error_type="", le="1.28") == 0
@@ -69,18 +69,25 @@ def test_bad_outcome_error_type_label_and_no_ttft(
     run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", "time_to_first_delta_ns": None})
     run_stream(
         p, clock,
-        {"outcome": names.HTTP_ERROR, "time_to_first_event_ns": None, "time_to_first_delta_ns": None,
-         "usage": Usage(), "events": 0},
+        {"outcome": names.HTTP_ERROR, "error_type": "529", "time_to_first_event_ns": None,
+         "time_to_first_delta_ns": None, "usage": Usage(), "events": 0},
     )  # fmt: skip
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "tool_use_failed", "time_to_first_delta_ns": None})
     assert p.flush(5.0)
     r = registry
-    # error_type takes the bounded outcome, never the provider's code
-    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="error") == 1
-    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="http_error") == 1
-    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="server_error") is None
+    # error_type takes the error class (a closed set), never the provider's code nor the outcome
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="server_error") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="overloaded") == 1
+    assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="_OTHER") == 1
+    for value in ("error", "http_error", "529", "tool_use_failed"):
+        assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type=value) is None
+    # the same label on the streams counter
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="error", error_type="server_error") == 1
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="http_error",
+                  error_type="overloaded") == 1  # fmt: skip
     assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
-    assert sample(r, "otelstream_stream_max_wait_seconds_count", surface="responses") == 1  # not the http_error
-    assert sample(r, "gen_ai_client_token_usage_count", gen_ai_token_type="input") == 1
+    assert sample(r, "otelstream_stream_max_wait_seconds_count", surface="responses") == 2  # not the http_error
+    assert sample(r, "gen_ai_client_token_usage_count", gen_ai_token_type="input") == 2
 
 
 def test_resumed_stream_stays_out_of_ttft(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
@@ -88,7 +95,7 @@ def test_resumed_stream_stays_out_of_ttft(make_pipeline: Any, clock: Clock, regi
     run_stream(p, clock, resumed=True)
     assert p.flush(5.0)
     assert sample(registry, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
-    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed") == 1
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 1
 
 
 def test_anomaly_counters(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
@@ -193,7 +200,7 @@ def test_pipeline_twice_same_registry(make_pipeline: Any, clock: Clock, registry
     p2 = make_pipeline()
     run_stream(p2, clock)
     assert p2.flush(5.0)
-    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed") == 2
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 2
 
 
 def test_pipeline_again_on_the_same_registry_takes_its_model_settings(
@@ -267,7 +274,7 @@ def test_full_queue_counts_dropped(
         assert p.flush_metrics(time.monotonic() + 5.0)
     assert not p.flush(0.2)  # the span queue is stuck
     # a blocked span export costs spans only: every stream counted, the spans beyond the queue counted as dropped
-    done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed")
+    done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="")
     dropped = sample(registry, "otelstream_reports_dropped_total")
     assert done == 10
     assert dropped is not None and 7 <= dropped <= 8  # one span in hand (maybe not yet taken), two queued

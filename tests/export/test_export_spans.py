@@ -85,12 +85,16 @@ def test_status_per_outcome(
     (span,) = spans(span_exporter)
     a = span.attributes or {}
     assert a[names.ATTR_OUTCOME] == outcome
+    klass = {names.ERROR: names.EC_SERVER_ERROR, names.CUT: names.EC_CUT,
+             names.TRANSPORT_ERROR: names.EC_CONNECTION}.get(outcome, names.EC_OTHER)  # fmt: skip
     if outcome in names.BAD_OUTCOMES:
         assert span.status.status_code is StatusCode.ERROR
-        assert a[names.ATTR_ERROR_TYPE] == (error_type or outcome)
+        # the provider's code where there is one, else the class; the class always
+        assert a[names.ATTR_ERROR_TYPE] == (error_type or klass)
+        assert a[names.ATTR_ERROR_CLASS] == klass
     else:
         assert span.status.status_code is StatusCode.UNSET
-        assert names.ATTR_ERROR_TYPE not in a
+        assert names.ATTR_ERROR_TYPE not in a and names.ATTR_ERROR_CLASS not in a
 
 
 def test_span_name_without_model_and_completions_operation(

@@ -39,7 +39,13 @@ class Want:
     keepalives: int = 0
     finish: tuple[str, ...] | None = None
     output_tokens: int | None = None  # None: the stream carried no usage
-    error_type: str | None = None  # error.type on the span (bad outcomes only)
+    error_type: str | None = None  # error.type on the span (bad outcomes only): the provider's code, else the class
+
+    @property
+    def error_class(self) -> str | None:
+        """The class: the provider's codes here are the table's own, a reset mid-body is a connection error."""
+        by_code = {"server_error": "server_error", "api_error": "server_error", "overloaded_error": "overloaded"}
+        return None if self.error_type is None else by_code.get(self.error_type, self.error_type)
 
 
 # Derived from the fake provider's scripts (otelstream/demo/streams.py) with TOKENS=6 words, cut at 3:
@@ -54,21 +60,21 @@ WANT: dict[tuple[str, str], Want] = {
     (R, names.ERROR): Want(4 + CUT_AT + 2, CUT_AT, finish=("error",), error_type="server_error"),
     (R, names.CUT): Want(4 + CUT_AT, CUT_AT, error_type="cut"),
     (R, names.ABANDONED): Want(4 + A, A),
-    (R, names.TRANSPORT_ERROR): Want(4 + CUT_AT, CUT_AT, error_type="transport_error"),
+    (R, names.TRANSPORT_ERROR): Want(4 + CUT_AT, CUT_AT, error_type="connection"),
     (R, names.HTTP_ERROR): Want(0, 0, error_type="server_error"),
     (CH, names.COMPLETED): Want(1 + TOKENS + 2, TOKENS, finish=("stop",), output_tokens=TOKENS),
     (CH, names.INCOMPLETE): Want(1 + CUT_AT + 2, CUT_AT, finish=("length",), output_tokens=CUT_AT),
     (CH, names.ERROR): Want(1 + CUT_AT, CUT_AT, error_type="server_error"),
     (CH, names.CUT): Want(1 + CUT_AT, CUT_AT, error_type="cut"),
     (CH, names.ABANDONED): Want(1 + A, A),
-    (CH, names.TRANSPORT_ERROR): Want(1 + CUT_AT, CUT_AT, error_type="transport_error"),
+    (CH, names.TRANSPORT_ERROR): Want(1 + CUT_AT, CUT_AT, error_type="connection"),
     (CH, names.HTTP_ERROR): Want(0, 0, error_type="server_error"),
     (CO, names.COMPLETED): Want(TOKENS + 2, TOKENS, finish=("stop",), output_tokens=TOKENS),
     (CO, names.INCOMPLETE): Want(CUT_AT + 2, CUT_AT, finish=("length",), output_tokens=CUT_AT),
     (CO, names.ERROR): Want(CUT_AT, CUT_AT, error_type="server_error"),
     (CO, names.CUT): Want(CUT_AT, CUT_AT, error_type="cut"),
     (CO, names.ABANDONED): Want(A, A),
-    (CO, names.TRANSPORT_ERROR): Want(CUT_AT, CUT_AT, error_type="transport_error"),
+    (CO, names.TRANSPORT_ERROR): Want(CUT_AT, CUT_AT, error_type="connection"),
     (CO, names.HTTP_ERROR): Want(0, 0, error_type="server_error"),
     # message_start carries usage (output 1, cumulative, assigned): a stream that never reaches message_delta has it
     (M, names.COMPLETED): Want(5 + TOKENS, TOKENS, 1, ("end_turn",), TOKENS),
@@ -76,7 +82,7 @@ WANT: dict[tuple[str, str], Want] = {
     (M, names.ERROR): Want(2 + CUT_AT, CUT_AT, 1, None, 1, "overloaded_error"),
     (M, names.CUT): Want(2 + CUT_AT, CUT_AT, 1, None, 1, "cut"),
     (M, names.ABANDONED): Want(2 + A, A, 1, None, 1),
-    (M, names.TRANSPORT_ERROR): Want(2 + CUT_AT, CUT_AT, 1, None, 1, "transport_error"),
+    (M, names.TRANSPORT_ERROR): Want(2 + CUT_AT, CUT_AT, 1, None, 1, "connection"),
     (M, names.HTTP_ERROR): Want(0, 0, 0, None, None, "api_error"),
 }
 CASES = [(s, o) for s in SSE_SURFACES for o in FAULT_FOR if supports(s, o)]
@@ -146,6 +152,7 @@ def expected_attributes(
         a[names.ATTR_RESPONSE_FINISH_REASONS] = w.finish
     if w.error_type is not None:
         a[names.ATTR_ERROR_TYPE] = w.error_type
+        a[names.ATTR_ERROR_CLASS] = w.error_class
     if w.output_tokens is not None:
         a[names.ATTR_USAGE_INPUT] = _server_usage(surface, seen)
         a[names.ATTR_USAGE_OUTPUT] = w.output_tokens
@@ -165,10 +172,10 @@ def expected_samples(surface: str, outcome: str, seen: Seen) -> dict[Any, float]
         names.LABEL_MODEL: MODELS[surface],
     }
     s = {**common, names.LABEL_SURFACE: surface}
-    bad = outcome in names.BAD_OUTCOMES
+    klass = w.error_class or ""  # the error_type label: the class, absent for good outcomes
     out: dict[Any, float] = {
-        key("otelstream_streams_total", **s, outcome=outcome): 1,
-        key("gen_ai_client_operation_duration_seconds_count", **common, error_type=outcome if bad else ""): 1,
+        key("otelstream_streams_total", **s, outcome=outcome, error_type=klass): 1,
+        key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass): 1,
         key("otelstream_streams_active", **s): 0,
         key("otelstream_streams_stalled", **s): 0,
     }

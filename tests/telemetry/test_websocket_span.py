@@ -101,10 +101,15 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
     assert a[names.ATTR_DELTAS] == seen.deltas
     assert a[names.ATTR_EVENTS] == len(seen.items)
     assert names.ATTR_STREAM_ID not in a
+    # the fake provider's codes are server_error; an abnormal close (1006) is the connection breaking
+    klass = {names.FAILED: "server_error", names.ERROR: "server_error", names.CUT: "cut",
+             names.TRANSPORT_ERROR: "connection"}.get(outcome, "")  # fmt: skip
     if outcome in names.BAD_OUTCOMES:
         assert rspan.status.status_code is StatusCode.ERROR and names.ATTR_ERROR_TYPE in a
+        assert a[names.ATTR_ERROR_CLASS] == klass
     else:
         assert rspan.status.status_code is StatusCode.UNSET and names.ATTR_ERROR_TYPE not in a
+        assert names.ATTR_ERROR_CLASS not in a
     if outcome == names.ABANDONED:
         assert a[names.ATTR_ABANDONED_REASON] == names.ABANDON_CLOSE
     if outcome == names.COMPLETED:
@@ -112,12 +117,11 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
 
     common = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: MODEL}
     samples = tel.samples()
-    assert samples[key("otelstream_streams_total", **common, surface=WS, outcome=outcome)] == 1
+    assert samples[key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass)] == 1
     assert [k for k in samples if k[0] == "otelstream_streams_total"] == [
-        key("otelstream_streams_total", **common, surface=WS, outcome=outcome)
+        key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass)
     ]
-    bad = outcome in names.BAD_OUTCOMES
-    assert samples[key("gen_ai_client_operation_duration_seconds_count", **common, error_type=outcome if bad else "")]
+    assert samples[key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass)]
     assert samples[key("gen_ai_client_operation_time_to_first_chunk_seconds_count", **common)] == 1
     assert samples[key("gen_ai_client_operation_time_per_output_chunk_seconds_count", **common)] == seen.deltas - 1
     assert samples[key("otelstream_streams_active", **common, surface=WS)] == 0
