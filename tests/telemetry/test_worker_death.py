@@ -195,8 +195,9 @@ def test_a_killed_worker_stops_counting_and_a_restart_starts_clean(
         os.kill(victim, signal.SIGKILL)
         t_kill = time.monotonic()
         left = 8 - victim_streams
-        after = _wait_for(metrics_port, lambda s: s.get(("otelstream_streams_active", "")) == left
-                          and s.get(("otelstream_streams_stalled", "")) == left, 30)  # fmt: skip
+        # (absent = 0: when the victim held all 8, no live process has a gauge value left)
+        after = _wait_for(metrics_port, lambda s: s.get(("otelstream_streams_active", ""), 0) == left
+                          and s.get(("otelstream_streams_stalled", ""), 0) == left, 30)  # fmt: skip
         assert time.monotonic() - t_kill < 30
         assert after[("otelstream_streams_total", "completed")] == 6  # the dead worker's finished streams too
 
