@@ -175,5 +175,7 @@ def test_many_tiny_events_through_the_sdk() -> None:
     (span,) = spans
     attrs = span.attributes or {}
     assert attrs[names.ATTR_EVENTS] == n and attrs[names.ATTR_DELTAS] == n
-    assert outcome_of(span) == names.CUT  # no finish_reason ever came
+    # no finish_reason ever came, but [DONE] is the server's explicit end (DESIGN §2)
+    assert outcome_of(span) == names.COMPLETED
+    assert names.ANOM_MISSING_FINISH_REASON in {(e.attributes or {}).get(names.ATTR_ANOMALY_KIND) for e in span.events}
     FIGURES["SDK: tiny events in one stream"] = n
