@@ -60,12 +60,14 @@ EC_PROTOCOL: Final = "protocol"
 EC_CUT: Final = "cut"
 EC_OTHER: Final = "_OTHER"
 # The one table: (class, HTTP statuses, provider codes or types as sent, exception type names as they appear in the
-# exception's MRO). Statuses: the first row listing one wins, so the catch-all 4xx / 5xx rows come after the specific
-# ones. Codes are checked before statuses (an OpenAI 429 with code insufficient_quota is out of quota, not rate
-# limited); exceptions by the most specific class in the MRO (APITimeoutError before its base APIConnectionError).
+# exception's MRO), most specific first: of the provider's code and the HTTP status, the first row either matches
+# wins (an OpenAI 429 with code insufficient_quota is out of quota, not rate limited; a 503 whose type is the generic
+# server_error is an overload), and a status belongs to the first row listing it (so the catch-all 4xx / 5xx rows
+# come last). Without either, the exception decides, by the most specific class in its MRO (APITimeoutError before
+# its base APIConnectionError); then the outcome.
 ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tuple[str, ...]], ...]] = (
-    (EC_RATE_LIMITED, (429,), ("rate_limit_exceeded", "rate_limit_error", "too_many_requests"), ()),
     (EC_QUOTA_EXCEEDED, (), ("insufficient_quota", "billing_hard_limit_reached", "quota_exceeded"), ()),
+    (EC_RATE_LIMITED, (429,), ("rate_limit_exceeded", "rate_limit_error", "too_many_requests"), ()),
     (EC_OVERLOADED, (503, 529),
      ("overloaded_error", "overloaded", "engine_overloaded", "service_unavailable"), ()),
     (EC_TIMEOUT, (408, 504), ("timeout", "timeout_error"),
@@ -84,7 +86,10 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
     (EC_CUT, (), (), ()),  # outcome cut
     (EC_OTHER, (), (), ()),  # any other bad outcome (an in-band error or response.failed with an unlisted code)
 )
-ERROR_CLASSES: Final = tuple(row[0] for row in ERROR_CLASS_TABLE)
+ERROR_CLASSES: Final = (
+    EC_RATE_LIMITED, EC_QUOTA_EXCEEDED, EC_OVERLOADED, EC_TIMEOUT, EC_AUTH, EC_BAD_REQUEST, EC_SERVER_ERROR,
+    EC_CONNECTION, EC_PROTOCOL, EC_CUT, EC_OTHER,
+)  # fmt: skip
 
 # abandoned sub-reasons (span attribute otelstream.abandoned_reason)
 ABANDON_CLOSE: Final = "close"

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 from otelstream import names
 
-# the one table (names.ERROR_CLASS_TABLE), indexed: the first row naming a code / status / exception wins
-_BY_CODE: dict[str, str] = {}
-_BY_STATUS: dict[int, str] = {}
+# the one table (names.ERROR_CLASS_TABLE), indexed: the first row naming a code / status / exception wins; codes and
+# statuses map to their row's index (the lower of the two wins), exceptions to their class
+_BY_CODE: dict[str, int] = {}
+_BY_STATUS: dict[int, int] = {}
 _BY_EXCEPTION: dict[str, str] = {}
-for _cls, _statuses, _codes, _excs in names.ERROR_CLASS_TABLE:
+_CLASS_OF_ROW: tuple[str, ...] = tuple(row[0] for row in names.ERROR_CLASS_TABLE)
+for _row, (_cls, _statuses, _codes, _excs) in enumerate(names.ERROR_CLASS_TABLE):
     for _code in _codes:
-        _BY_CODE.setdefault(_code, _cls)
+        _BY_CODE.setdefault(_code, _row)
     for _status in _statuses:
-        _BY_STATUS.setdefault(_status, _cls)
+        _BY_STATUS.setdefault(_status, _row)
     for _exc in _excs:
         _BY_EXCEPTION.setdefault(_exc, _cls)
+_NO_ROW = len(_CLASS_OF_ROW)
 
 _BAD = frozenset(names.BAD_OUTCOMES)
 
@@ -40,20 +43,19 @@ def status_of(exc: BaseException | None) -> int | None:
 
 
 def error_class(outcome: str, code: str | None, status: int | None, exc: BaseException | None) -> str | None:
-    """DESIGN §2: None for a good outcome; else the provider's code, then the HTTP status (or a status-like numeric
-    code sent in-band, as OpenRouter does), then the exception, then the outcome decide."""
+    """DESIGN §2: None for a good outcome; else the more specific of what the provider's code and the HTTP status
+    (or a status-like numeric code sent in-band, as OpenRouter does) say, then the exception, then the outcome."""
     if outcome not in _BAD:
         return None
+    row = _NO_ROW
     if code is not None:
-        found = _BY_CODE.get(code.lower())
-        if found is not None:
-            return found
+        row = _BY_CODE.get(code.lower(), _NO_ROW)
         if status is None and len(code) == 3 and code.isdigit():
             status = int(code)
     if status is not None:
-        found = _BY_STATUS.get(status)
-        if found is not None:
-            return found
+        row = min(row, _BY_STATUS.get(status, _NO_ROW))
+    if row < _NO_ROW:
+        return _CLASS_OF_ROW[row]
     found = exception_class(exc)
     if found is not None:
         return found

@@ -32,6 +32,7 @@ SEQ_DUP: Final = "seq_dup"  # one event sent twice: a sequence number repeats
 TRAILING_DONE: Final = "trailing_done"  # `data: [DONE]` after response.completed (gateway quirk)
 HTTP_500: Final = "http_500"  # non-2xx before streaming
 HTTP_429: Final = "http_429"
+OVERLOADED: Final = "overloaded"  # HTTP 529 overloaded_error (Anthropic) / 503 (OpenAI) before streaming
 NO_HEADERS: Final = "no_headers"  # accept the request, never answer (client read timeout)
 # Not a server fault: the demo's caller stops after a couple of deltas and closes the stream.
 ABANDON: Final = "abandon"
@@ -51,6 +52,7 @@ SERVER_FAULTS: Final = (
     TRAILING_DONE,
     HTTP_500,
     HTTP_429,
+    OVERLOADED,
     NO_HEADERS,
 )
 FAULTS: Final = (*SERVER_FAULTS, ABANDON)
@@ -76,6 +78,7 @@ SURFACES_BY_FAULT: Final[Mapping[str, tuple[str, ...]]] = {
     TRAILING_DONE: (names.RESPONSES,),
     HTTP_500: _SSE_SURFACES,
     HTTP_429: _SSE_SURFACES,
+    OVERLOADED: _SSE_SURFACES,
     NO_HEADERS: _SSE_SURFACES,
     ABANDON: _ALL,
 }
@@ -96,6 +99,7 @@ EXPECTED_OUTCOME: Final[Mapping[str, str]] = {
     TRAILING_DONE: names.COMPLETED,
     HTTP_500: names.HTTP_ERROR,
     HTTP_429: names.HTTP_ERROR,
+    OVERLOADED: names.HTTP_ERROR,
     NO_HEADERS: names.HTTP_ERROR,  # the read timeout fires before any stream exists
     ABANDON: names.ABANDONED,
 }
@@ -112,10 +116,10 @@ PRESETS: Final[Mapping[str, str]] = {
     # the default: mostly healthy traffic with every kind of trouble present, so each panel has something to show
     "default": (
         "ok=62,slow_first=6,stall=4,keepalive=4,cut=4,reset=3,failed=3,incomplete=4,error=4,"
-        "seq_gap=2,seq_dup=1,trailing_done=1,http_500=1,http_429=1,abandon=2"
+        "seq_gap=2,seq_dup=1,trailing_done=1,http_500=1,http_429=1,overloaded=1,no_headers=1,abandon=2"
     ),
     "healthy": "ok=96,slow_first=2,keepalive=2",
-    "outage": "ok=40,http_500=20,http_429=10,reset=10,cut=10,error=10",
+    "outage": "ok=40,http_500=10,overloaded=10,http_429=10,reset=10,cut=10,error=10",
     "everything": ",".join(f"{f}=1" for f in FAULTS),
 }
 

@@ -574,18 +574,16 @@ class _Handler(BaseHTTPRequestHandler):
     # --- responses -------------------------------------------------------------------------------------
     def _serve(self, rec: RequestRecord, spec: S.StreamSpec, events: list[S.Event]) -> None:
         provider = self.server.provider
-        if spec.fault in (F.HTTP_500, F.HTTP_429):
-            status = 500 if spec.fault == F.HTTP_500 else 429
-            kind = "server_error" if status == 500 else "rate_limit_exceeded"
-            self._json_error(
-                rec,
-                status,
-                kind,
-                "The server had an error while processing your request."
-                if status == 500
-                else "Rate limit reached for requests (fake).",
-                surface=spec.surface,
-            )
+        if spec.fault in (F.HTTP_500, F.HTTP_429, F.OVERLOADED):
+            # each provider's own shape: Anthropic says overloaded with 529 overloaded_error, OpenAI with a 503
+            overloaded = 529 if spec.surface == names.MESSAGES else 503
+            status = {F.HTTP_500: 500, F.HTTP_429: 429, F.OVERLOADED: overloaded}[spec.fault]
+            kind = "rate_limit_exceeded" if status == 429 else "server_error"
+            message = {
+                500: "The server had an error while processing your request.",
+                429: "Rate limit reached for requests (fake).",
+            }.get(status, "The engine is currently overloaded, please try again later (fake).")
+            self._json_error(rec, status, kind, message, surface=spec.surface)
             return
         if spec.fault == F.NO_HEADERS:
             self._hold(rec, provider.pacing.no_headers_s)
@@ -650,9 +648,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _json_error(self, rec: RequestRecord, status: int, kind: str, message: str, surface: str | None = None) -> None:
         surface = surface or rec.surface
         if surface == names.MESSAGES:
-            anthropic_kind = {500: "api_error", 429: "rate_limit_error", 404: "not_found_error"}.get(
-                status, "invalid_request_error"
-            )
+            kinds = {500: "api_error", 429: "rate_limit_error", 404: "not_found_error", 529: "overloaded_error"}
+            anthropic_kind = kinds.get(status, "invalid_request_error")
             body: dict[str, Any] = {"type": "error", "error": {"type": anthropic_kind, "message": message}}
         else:
             code = kind if kind in ("rate_limit_exceeded",) else None

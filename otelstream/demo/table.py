@@ -87,6 +87,7 @@ class SurfaceStats:
     anomalies: dict[str, int] = field(default_factory=dict)  # protocol-anomaly kind → occurrences
     tokens_in: int = 0
     tokens_out: int = 0
+    error_classes: dict[str, int] = field(default_factory=dict)  # error class (error_type label) → streams
 
     @property
     def streams(self) -> int:
@@ -122,9 +123,15 @@ def collect(samples: Sequence[Sample], model_by_surface: Mapping[str, str] | Non
             else 0
             for t in (names.TOKEN_TYPE_INPUT, names.TOKEN_TYPE_OUTPUT)
         }
+        classes = {
+            c: n
+            for c in names.ERROR_CLASSES
+            if (n := int(_sum(samples, names.PROM_STREAMS + "_total", {**by_surface, names.LABEL_ERROR_TYPE: c})))
+        }
         out[surface] = SurfaceStats(
             surface=surface,
             outcomes=outcomes,
+            error_classes=classes,
             ttfd=(
                 histogram_quantile(0.5, ttfd_buckets),
                 histogram_quantile(0.95, ttfd_buckets),
@@ -182,10 +189,20 @@ def outcome_rows(stats: Mapping[str, SurfaceStats]) -> tuple[list[str], list[lis
     return header, rows
 
 
+def class_rows(stats: Mapping[str, SurfaceStats]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the error-class table: the classes any surface saw, in ``names.ERROR_CLASSES`` order."""
+    seen = [c for c in names.ERROR_CLASSES if any(st.error_classes.get(c) for st in stats.values())]
+    rows = [[st.surface, *(str(st.error_classes.get(c, 0)) for c in seen)] for st in stats.values()]
+    return ["surface", *seen], rows
+
+
 def render(stats: Mapping[str, SurfaceStats]) -> str:
-    """Two compact tables: outcomes per surface, then timing, integrity and tokens per surface."""
+    """Three compact tables: outcomes per surface, the bad ones by error class, then timing, integrity and tokens."""
     header, rows = outcome_rows(stats)
     lines = ["Streams by outcome  (otelstream_streams_total)", *_grid(header, rows), ""]
+    header_c, rows_c = class_rows(stats)
+    if len(header_c) > 1:
+        lines += ["Failed streams by error class  (error_type label)", *_grid(header_c, rows_c), ""]
     header2 = ["surface", "TTFD p50", "p95", "p99", "max wait p95", "seq gaps", "seq dups", "anomalies", "tokens in",
                "tokens out"]  # fmt: skip
     rows2 = []

@@ -50,10 +50,15 @@ def test_provider_code(code: str, klass: str, outcome: str) -> None:
     assert error_class(outcome, code, None, None) == klass
 
 
-def test_code_before_status() -> None:
+def test_the_more_specific_of_code_and_status() -> None:
     """OpenAI answers an exhausted quota with HTTP 429 and code insufficient_quota: out of quota, not rate limited;
-    an unlisted code falls back to the status."""
+    an overloaded engine with HTTP 503 and the generic type server_error: overloaded; an unlisted code falls back to
+    the status."""
     assert error_class(HTTP, "insufficient_quota", 429, None) == "quota_exceeded"
+    assert error_class(HTTP, "server_error", 503, None) == "overloaded"
+    assert error_class(HTTP, "overloaded_error", 500, None) == "overloaded"
+    assert error_class(HTTP, "invalid_request_error", 401, None) == "auth"
+    assert error_class(HTTP, "context_length_exceeded", 400, None) == "bad_request"
     assert error_class(HTTP, "overloaded_error", 529, None) == "overloaded"
     assert error_class(HTTP, "something_else", 503, None) == "overloaded"
     # a status-like code sent in-band (OpenRouter's {"error": {"code": 400}}) reads as that status
@@ -134,3 +139,4 @@ def test_the_table_is_closed_and_every_row_is_reachable() -> None:
             # a status is claimed by the first row that lists it (429 is rate_limited, not bad_request)
             first = next(row[0] for row in names.ERROR_CLASS_TABLE if status in row[1])
             assert error_class(HTTP, None, status, None) == first
+    assert {row[0] for row in names.ERROR_CLASS_TABLE} == set(names.ERROR_CLASSES)

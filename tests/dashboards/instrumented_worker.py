@@ -45,6 +45,8 @@ for surface in ("responses", "chat_completions", "messages"):
     ]
     if surface != "messages":
         PLAN.append((surface, F.HTTP_500, {}))
+    # rate limiting (2 of ~21 streams: ~10 %, over OtelstreamRateLimited's 5 %) and an overload (outage alert)
+    PLAN += [(surface, F.HTTP_429, {}), (surface, F.HTTP_429, {}), (surface, F.OVERLOADED, {})]
 PLAN += [("responses", F.FAILED, {}), ("responses", F.SEQ_GAP, {}), ("responses", F.SEQ_DUP, {})]
 PLAN += [("responses", F.TRAILING_DONE, {})]  # a protocol anomaly (trailing_done)
 

@@ -61,17 +61,14 @@ def _tail(path: Path) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
-# A fault mix for `otelstream demo --serve` with every panel's trouble present and the ratio alerts over their
-# thresholds (bad outcomes > 5 %, incomplete > 10 %), sequence anomalies and cut streams.
-DEMO_MIX = (
-    "ok=40,slow_first=5,stall=5,keepalive=3,cut=8,reset=4,failed=6,incomplete=15,error=4,"
-    "seq_gap=5,seq_dup=2,trailing_done=4,http_500=2,abandon=3"
-)
+# The demo's own default mix: what a user sees first (every panel's trouble present, the error classes of a 429, a
+# 500, an overload and a timeout among them), and the alerts it trips.
+DEMO_MIX = "default"
 DEMO_ALERTS = frozenset(
     {
         "OtelstreamBadOutcomeRatioHigh",
+        "OtelstreamProviderOutage",
         "OtelstreamCutStreams",
-        "OtelstreamIncompleteRatioHigh",
         "OtelstreamSequenceAnomalies",
         "OtelstreamReportsDropped",  # from the stand-in job
     }

@@ -14,6 +14,8 @@ from designload import DesignLoad
 ALL_ALERTS = frozenset(
     {
         "OtelstreamBadOutcomeRatioHigh",
+        "OtelstreamRateLimited",
+        "OtelstreamProviderOutage",
         "OtelstreamCutStreams",
         "OtelstreamIncompleteRatioHigh",
         "OtelstreamTimeToFirstDeltaSLO",

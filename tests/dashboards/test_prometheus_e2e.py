@@ -132,6 +132,24 @@ def test_target_exposes_every_design_family(scenario: Scenario) -> None:
 QUERIES = panel_queries()
 
 
+def test_failed_streams_by_error_type_shows_classes(scenario: Scenario) -> None:
+    """The panel's series are error classes (never outcome names or provider codes), the ones the load produces."""
+    (query,) = [q for q in panel_queries() if q.panel == "Failed streams by error type"]
+    expr = substitute(query.expr, scenario.variables, RATE_INTERVAL, INTERVAL)
+    deadline = time.monotonic() + 15
+    while True:
+        shown = {s["metric"].get("error_type") for s in scenario.prometheus.query_range(expr, seconds=30)}
+        if shown >= CLASSES_SHOWN or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert shown <= set(names.ERROR_CLASSES), shown
+    assert shown >= CLASSES_SHOWN, sorted(CLASSES_SHOWN - shown)
+
+
+# what both loads produce: a 429, a 500, an overload, a reset and a cut (the demo's default mix also a timeout)
+CLASSES_SHOWN = {names.EC_RATE_LIMITED, names.EC_SERVER_ERROR, names.EC_OVERLOADED, names.EC_CONNECTION, names.EC_CUT}
+
+
 @pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.id)
 def test_panel_query_returns_data(scenario: Scenario, query: PanelQuery) -> None:
     expr = substitute(query.expr, scenario.variables, RATE_INTERVAL, INTERVAL)

@@ -26,6 +26,8 @@ pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extr
 
 EXPECTED_ALERTS = {
     "OtelstreamBadOutcomeRatioHigh",
+    "OtelstreamRateLimited",
+    "OtelstreamProviderOutage",
     "OtelstreamCutStreams",
     "OtelstreamIncompleteRatioHigh",
     "OtelstreamTimeToFirstDeltaSLO",
@@ -108,3 +110,14 @@ def test_latency_slo_sits_on_a_bucket_boundary() -> None:
 def test_bad_outcome_rule_lists_exactly_the_bad_outcomes() -> None:
     rule = next(r for r in recording_rules() if r["record"] == "otelstream:streams_bad:ratio_rate5m")
     assert f'outcome=~"{"|".join(names.BAD_OUTCOMES)}"' in rule["expr"]
+
+
+def test_class_rules_use_the_closed_error_classes() -> None:
+    """The rate-limited and outage shares split the error classes the way DESIGN §2 names them, and never overlap."""
+    exprs = {r["record"]: r["expr"] for r in recording_rules()}
+    limited = re.findall(r'error_type=~"([^"]+)"', exprs["otelstream:streams_rate_limited:ratio_rate5m"])
+    outage = re.findall(r'error_type=~"([^"]+)"', exprs["otelstream:streams_outage:ratio_rate5m"])
+    assert limited == [f"{names.EC_RATE_LIMITED}|{names.EC_QUOTA_EXCEEDED}"]
+    assert outage == ["|".join((names.EC_SERVER_ERROR, names.EC_OVERLOADED, names.EC_TIMEOUT, names.EC_CONNECTION))]
+    assert set(limited[0].split("|")).isdisjoint(outage[0].split("|"))
+    assert set(limited[0].split("|")) | set(outage[0].split("|")) <= set(names.ERROR_CLASSES)

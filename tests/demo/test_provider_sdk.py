@@ -160,8 +160,8 @@ def check(provider: FakeProvider, surface: str, fault: str, seen: Seen) -> None:
             assert seen.exc.type == "overloaded_error"
         else:
             assert type(seen.exc) is openai.APIError, repr(seen.exc)
-    elif fault in (F.HTTP_500, F.HTTP_429):
-        status = 500 if fault == F.HTTP_500 else 429
+    elif fault in (F.HTTP_500, F.HTTP_429, F.OVERLOADED):
+        status = {F.HTTP_500: 500, F.HTTP_429: 429, F.OVERLOADED: 529 if anth else 503}[fault]
         expected = (anthropic if anth else openai).APIStatusError
         assert isinstance(seen.exc, expected) and seen.exc.status_code == status
         assert seen.items == []

@@ -21,7 +21,7 @@ from otelstream.demo import streams as S
 from otelstream.demo.provider import FAULT_HEADER, FakeProvider, serve
 
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
-BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.NO_HEADERS)]
+BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.OVERLOADED, F.NO_HEADERS)]
 CASES = [(s, f) for f in BODY_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]
 PATHS = {
     names.RESPONSES: "/v1/responses",
@@ -181,7 +181,8 @@ def test_websocket_transcript_through_check(
 
 def test_http_faults_answer_before_streaming(provider: FakeProvider) -> None:
     for surface in SSE_SURFACES:
-        for fault, status in ((F.HTTP_500, 500), (F.HTTP_429, 429)):
+        for fault, status in ((F.HTTP_500, 500), (F.HTTP_429, 429),
+                              (F.OVERLOADED, 529 if surface == names.MESSAGES else 503)):  # fmt: skip
             rec, got = fetch(provider, surface, fault)
             assert rec.status == status and rec.events_sent == 0
             body = json.loads(got)

@@ -174,3 +174,20 @@ def test_the_demo_prints_its_first_line_before_loading_the_sdks() -> None:
     assert first.startswith("otelstream demo: 4 streams"), (first, heavy)
     assert heavy.startswith("first heavy import ") and heavy.split()[-2] == str(len(first)), (heavy, first)
     assert first_after < 2.0, first_after
+
+
+def test_the_demo_shows_failed_streams_by_error_class() -> None:
+    """A 429, a 500, an overload and a read timeout before the headers come out as four classes, in the stats read
+    back from Prometheus and in the printed table."""
+    args = _args("--streams", "16", "--concurrency", "16", "--seed", "2",
+                 "--faults", "ok=4,http_429=3,http_500=3,overloaded=3,no_headers=3")  # fmt: skip
+    result = R.execute(args, out=io.StringIO())
+    assert result.matches
+    classes: dict[str, int] = {}
+    for st in result.stats.values():
+        for klass, n in st.error_classes.items():
+            classes[klass] = classes.get(klass, 0) + n
+    assert classes == {names.EC_RATE_LIMITED: 3, names.EC_SERVER_ERROR: 3, names.EC_OVERLOADED: 3,
+                       names.EC_TIMEOUT: 3}  # fmt: skip
+    assert "Failed streams by error class" in result.table
+    assert all(k in result.table for k in classes)

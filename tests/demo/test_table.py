@@ -73,3 +73,26 @@ def test_collect_and_render_from_exposition() -> None:
         names.MESSAGES: {**dict.fromkeys(names.OUTCOMES, 0), names.ERROR: 1},
         "total": {**dict.fromkeys(names.OUTCOMES, 0), names.COMPLETED: 7, names.CUT: 2, names.ERROR: 1},
     }
+
+
+def test_the_error_class_table() -> None:
+    reg = CollectorRegistry()
+    labels = [names.LABEL_PROVIDER, names.LABEL_OPERATION, names.LABEL_MODEL, names.LABEL_SURFACE,
+              names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE]  # fmt: skip
+    streams = Counter(names.PROM_STREAMS, "s", labels, registry=reg)
+    streams.labels("openai", "chat", "m", names.CHAT_COMPLETIONS, names.COMPLETED, "").inc(5)
+    streams.labels("openai", "chat", "m", names.CHAT_COMPLETIONS, names.HTTP_ERROR, names.EC_RATE_LIMITED).inc(2)
+    streams.labels("anthropic", "chat", "c", names.MESSAGES, names.HTTP_ERROR, names.EC_OVERLOADED).inc(1)
+    stats = T.collect(T.parse_exposition(generate_latest(reg).decode()))
+    assert stats[names.CHAT_COMPLETIONS].error_classes == {names.EC_RATE_LIMITED: 2}
+    assert stats[names.MESSAGES].error_classes == {names.EC_OVERLOADED: 1}
+    text = T.render(stats)
+    lines = text.splitlines()
+    at = lines.index("Failed streams by error class  (error_type label)")
+    assert lines[at + 1].split() == ["surface", names.EC_RATE_LIMITED, names.EC_OVERLOADED]
+    assert lines[at + 3].split() == [names.CHAT_COMPLETIONS, "2", "0"]
+    # healthy traffic: no class table at all
+    healthy = CollectorRegistry()
+    Counter(names.PROM_STREAMS, "s", labels, registry=healthy).labels("openai", "chat", "m", names.RESPONSES,
+                                                                      names.COMPLETED, "").inc()  # fmt: skip
+    assert "error class" not in T.render(T.collect(T.parse_exposition(generate_latest(healthy).decode())))

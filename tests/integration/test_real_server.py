@@ -89,7 +89,7 @@ CASES = [
     pytest.param(s, f, id=f"{s.id}-{f}")
     for s in SURFACES
     for f in FAULTS
-    if F.is_supported(f, s.surface) and not (s.resume and f in (F.HTTP_429, F.NO_HEADERS, F.KEEPALIVE))
+    if F.is_supported(f, s.surface) and not (s.resume and f in (F.HTTP_429, F.OVERLOADED, F.NO_HEADERS, F.KEEPALIVE))
 ]
 
 
@@ -183,7 +183,7 @@ def run(provider: FakeProvider, rec: RecordingListener, spec: Surface, fault: st
 
 def _expected_exception(spec: Surface, fault: str) -> tuple[type[BaseException], ...] | None:
     oa = spec.sdk == "openai"
-    if fault in (F.HTTP_500, F.HTTP_429):
+    if fault in (F.HTTP_500, F.HTTP_429, F.OVERLOADED):
         return (openai.APIStatusError,) if oa else (anthropic.APIStatusError,)
     if fault == F.NO_HEADERS:
         return (openai.APITimeoutError,) if oa else (anthropic.APITimeoutError,)
@@ -192,6 +192,19 @@ def _expected_exception(spec: Surface, fault: str) -> tuple[type[BaseException],
     if fault == F.ERROR and spec.surface != names.RESPONSES:
         return (openai.APIError,) if oa else (anthropic.APIStatusError,)
     return None
+
+
+def _expected_class(spec: Surface, fault: str) -> str | None:
+    """The error class each fault must come out as (the fake provider's codes are each provider's own)."""
+    if F.EXPECTED_OUTCOME[fault] not in names.BAD_OUTCOMES:
+        return None
+    if fault == F.ERROR:
+        return names.EC_OVERLOADED if spec.surface == names.MESSAGES else names.EC_SERVER_ERROR
+    return {
+        F.HTTP_500: names.EC_SERVER_ERROR, F.HTTP_429: names.EC_RATE_LIMITED, F.OVERLOADED: names.EC_OVERLOADED,
+        F.NO_HEADERS: names.EC_TIMEOUT, F.RESET: names.EC_CONNECTION, F.CUT: names.EC_CUT,
+        F.FAILED: names.EC_SERVER_ERROR,
+    }[fault]  # fmt: skip
 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
@@ -206,6 +219,7 @@ def test_fault_matrix(provider: FakeProvider, rec: RecordingListener, spec: Surf
         assert isinstance(seen.exc, want_exc), repr(seen.exc)
     r = rec.one()
     assert r.outcome == F.EXPECTED_OUTCOME[fault], (r.outcome, r.error_type)
+    assert r.error_class == _expected_class(spec, fault), (r.error_type, r.error_class)
     assert r.surface == spec.surface and r.resumed is spec.resumed
     assert (r.server_address, r.server_port) == ("127.0.0.1", provider.port)
     assert r.retries == 0

@@ -67,6 +67,8 @@ CASES = [
          names.HTTP_ERROR, "insufficient_quota", names.EC_QUOTA_EXCEEDED, 429),
     Case("openai-503-no-code", "openai", _json({"error": {"message": "busy"}}), names.HTTP_ERROR, "503",
          names.EC_OVERLOADED, 503),
+    Case("openai-503-generic-type", "openai", _oai(None, "server_error"), names.HTTP_ERROR, "server_error",
+         names.EC_OVERLOADED, 503),
     Case("anthropic-529", "anthropic", _ant("overloaded_error"), names.HTTP_ERROR, "overloaded_error",
          names.EC_OVERLOADED, 529),
     Case("anthropic-inband-overloaded", "anthropic", (*MESSAGES[:4], ANT_OVERLOADED), names.ERROR, "overloaded_error",
