@@ -134,58 +134,47 @@ def cmd_time(a) -> dict:
 
 
 # --- cg: instructions under callgrind ---------------------------------------------------------------------
-class _Callgrind:
-    """Callgrind's START/STOP_INSTRUMENTATION client requests from Python, without a compiler or valgrind's headers:
-    ``valgrind.h``'s amd64 request sequence (``rol rdi`` by 3, 13, 61, 51 = a no-op, then ``xchg rbx, rbx``; RAX =
-    the request block, result in RDX) in one executable page, called through ctypes. Natively (and on any other
-    architecture, where it is not built) every request is a no-op that returns 0.
+class Callgrind:
+    """Drives callgrind from inside the measured process with valgrind's own tool, ``callgrind_control`` (it sends
+    the command to the valgrind core through ``vgdb``; this process waits in ``waitpid`` meanwhile):
 
-    The runner starts callgrind with ``--instr-atstart=no``: imports, ``instrument()`` and the pre-warm run at plain
-    valgrind speed, and only each phase's warm-up and measured streams are instrumented. The counts in the dumps
-    are the same as with instrumentation from the start (same code, same hash seed): what is skipped was never
-    inside a dump."""
+    - ``instrument_on()``: ``callgrind_control -i on PID``. The runner starts callgrind with ``--instr-atstart=no``
+      and the worker switches instrumentation on once, after start-up (imports, ``instrument()``, clients) and the
+      pre-warm streams, which then run at plain valgrind speed, several times faster, and are never inside a dump;
+    - ``dump()``: ``callgrind_control -d PID``: one dump of every thread's counts since the last one (with
+      ``--separate-threads=yes`` one file per thread: the caller's thread is 1). ``--dump-before=<function>``
+      would dump only the thread that called the function, so the export thread's work would go uncounted.
 
-    _BASE = (ord("C") << 24) | (ord("T") << 16)  # VG_USERREQ_TOOL_BASE('C', 'T')
-    START, STOP = _BASE + 4, _BASE + 5
-    RUNNING_ON_VALGRIND = 0x1001
+    What the call itself costs this process (fork, exec, ``waitpid``) is the same at every dump, so it cancels
+    in every difference the runner takes (configuration − baseline, instrumented − its twin). ``enabled=False``
+    (natively): both are no-ops."""
 
-    def __init__(self) -> None:
-        self._fn = None
-        import platform
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
 
-        if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+    def _control(self, *args: str) -> None:
+        if not self.enabled:
             return
-        import ctypes
-        import mmap
+        import subprocess
 
-        code = bytes.fromhex("4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
-        try:
-            self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-        except OSError:  # W^X enforced: run fully instrumented (the runner's --cg-instr-all)
-            return
-        self._page.write(code)
-        addr = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
-        self._fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p)(addr)
-        self._args = (ctypes.c_uint64 * 6)()
-        self._addr = ctypes.addressof(self._args)
+        # no pipes: reading them would loop a number of times that depends on timing, inside the counts
+        rc = subprocess.call(["callgrind_control", *args, str(os.getpid())], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)  # fmt: skip
+        if rc != 0:
+            raise RuntimeError(f"callgrind_control {' '.join(args)} exited with {rc}")
 
-    def request(self, code: int) -> int:
-        if self._fn is None:
-            return 0
-        self._args[0] = code
-        return self._fn(self._addr)
+    def instrument_on(self) -> None:
+        self._control("-i", "on")
 
-    def start(self) -> None:
-        self.request(self.START)
-
-    def stop(self) -> None:
-        self.request(self.STOP)
+    def dump(self) -> None:
+        self._control("-d")
 
 
 def cmd_cg(a) -> dict:
-    """Under ``valgrind --tool=callgrind --dump-before=getppid``: every ``os.getppid()`` closes one dump. Phases are
-    given as ``--phases surface:mode,…``; phase k (from 0) is dump number 2k+2, every thread included (the export
-    thread's work is inside because each phase ends with a flush). Between phases: the next phase's warm-up.
+    """Under ``valgrind --tool=callgrind --separate-threads=yes`` with ``--cg-control``: every ``Callgrind.dump()``
+    closes one dump of every thread. Phases are given as ``--phases surface:mode,…``; phase k (from 0) is dump
+    number 2k+2 (its warm-up 2k+1), every thread included (the export thread's work is inside because each phase
+    ends with a flush).
 
     Before any phase, ``--prewarm`` streams (10 deltas) per surface and mode on a throwaway client: the SDKs' lazy
     imports and model building (≈2.4 G instructions for the first Responses stream) and every per-stream code path's
@@ -194,7 +183,7 @@ def cmd_cg(a) -> dict:
     instructions, varying run to run, to otelstream-default's fixed cost per Chat stream; with 10, a Chat-only
     process's dumps repeat to ≈0.01 %.
 
-    Instrumentation (``_Callgrind``) is on from each phase's warm-up to its closing dump only; start-up (imports,
+    Instrumentation is switched on once, after the pre-warm (``--cg-instr-on``; ``Callgrind``): start-up (imports,
     ``instrument()``, clients) and the pre-warm run uninstrumented, several times faster. Neither was ever inside a
     dump, and each measured phase still follows its own instrumented warm-up.
 
@@ -209,7 +198,7 @@ def cmd_cg(a) -> dict:
         phases.append((parts[0], parts[1], int(parts[2]) if len(parts) > 2 else a.deltas,
                        int(parts[3]) if len(parts) > 3 else a.streams))  # fmt: skip
     setup = configs.setup(a.config, [p[0] for p in phases])
-    cg = _Callgrind()
+    cg = Callgrind(a.cg_control)
     for paired_off in (False, True) if a.paired else (False,):
         if paired_off:
             setup.uninstrument()
@@ -229,6 +218,8 @@ def cmd_cg(a) -> dict:
         setup.flush()
         if paired_off:
             setup.reinstrument()
+    if a.cg_instr_on:
+        cg.instrument_on()
     out = []
     for surface, mode, deltas, streams in phases:
         body = canned.frames(surface, deltas)
@@ -242,39 +233,35 @@ def cmd_cg(a) -> dict:
             row["events_off"] = _cg_phase(cg, setup, client, surface, mode, a.warmup, streams)
             setup.reinstrument()
         out.append(row)
-    return {"phases": out, "telemetry": setup.check(), "valgrind": cg.request(cg.RUNNING_ON_VALGRIND)}
+    return {"phases": out, "telemetry": setup.check()}
 
 
-def _cg_phase(cg: _Callgrind, setup: configs.Setup, client, surface: str, mode: str, warmup: int, streams: int) -> int:
-    """Instrumentation on, ``warmup`` streams, a dump, ``streams`` measured streams, a dump, instrumentation off."""
+def _cg_phase(cg: Callgrind, setup: configs.Setup, client, surface: str, mode: str, warmup: int, streams: int) -> int:
+    """``warmup`` streams, a dump, ``streams`` measured streams, a dump."""
     if mode == "sync":
-        cg.start()
         for _ in range(warmup):
             run_sync(client, surface)
         setup.flush()
         gc.collect()
-        os.getppid()  # dump boundary: start of the measured phase
+        cg.dump()  # closes the warm-up's dump
         events = 0
         for _ in range(streams):
             events += run_sync(client, surface)
         setup.flush()
-        os.getppid()  # dump boundary: end of the measured phase
-        cg.stop()
+        cg.dump()  # closes the measured phase's dump
         return events
 
     async def main() -> int:
-        cg.start()
         for _ in range(warmup):
             await run_async(client, surface)
         setup.flush()
         gc.collect()
-        os.getppid()
+        cg.dump()
         n = 0
         for _ in range(streams):
             n += await run_async(client, surface)
         setup.flush()
-        os.getppid()
-        cg.stop()
+        cg.dump()
         return n
 
     return asyncio.run(main())
@@ -448,6 +435,10 @@ def main() -> None:
     p.add_argument("--pause", type=float, default=0.5)
     p.add_argument("--phases", default="", help="cg: surface:mode,… measured one after another in this process")
     p.add_argument("--prewarm", type=int, default=10, help="cg: uninstrumented streams per surface and mode first")
+    p.add_argument("--cg-control", action="store_true",
+                   help="cg: under callgrind: dump each phase with callgrind_control -d")
+    p.add_argument("--cg-instr-on", action="store_true",
+                   help="cg: switch callgrind's instrumentation on after the pre-warm (callgrind_control -i on)")
     p.add_argument("--paired", action="store_true",
                    help="cg (otelstream): after each phase, the same phase uninstrumented in this process")
     p.add_argument("--watchdog-s", type=float, help="the watchdog's interval (default: OTELSTREAM_WATCHDOG_INTERVAL_S, 1)")

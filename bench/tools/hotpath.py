@@ -1,9 +1,9 @@
 """Where the per-event instructions go: ``StreamTracker.event`` alone, per surface, against a clock read and one
 generator layer (the two other per-event costs of an adapter).
 
-    python bench/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
-    python bench/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
-    python bench/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
+    python bench/tools/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
+    python bench/tools/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
+    python bench/tools/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
 
 One delta event per surface, fed to one tracker in a loop (Responses with increasing ``sequence_number``): as decoded
 JSON (what the adapters' copies of the SDKs' ``__stream__`` pass) and as the SDK's model object built through the SDK's
@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/tools/ -> the repo
 if ROOT not in sys.path:
     sys.path.append(ROOT)
 

@@ -1,9 +1,9 @@
 """Where a stream's fixed cost goes: callgrind instructions per stream with one part of otelstream switched on or off.
 
-    python bench/ablate.py [--surface chat] [--streams 20] [--deltas 10] [--variants baseline,none,spans,...]
+    python bench/tools/ablate.py [--surface chat] [--streams 20] [--deltas 10] [--variants baseline,none,spans,...]
 
-Each variant runs in its own process under ``valgrind --tool=callgrind`` (instrumentation on only around the measured
-streams, as in ``run.py``): the real SDK client over ``MockTransport``, 30 uninstrumented warm-up streams, then
+Each variant runs in its own process under ``valgrind --tool=callgrind`` (instrumentation switched on by
+``callgrind_control`` after the warm-up and the measured streams dumped by it, as in ``run.py``): the real SDK client over ``MockTransport``, 30 uninstrumented warm-up streams, then
 ``--streams`` streams of ``--deltas`` deltas and a flush. Printed: Ir per stream and the difference to ``baseline``
 (per stream, so the deltas' marginal cost is inside: about ``deltas`` x 4 000-7 000).
 
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/tools/ -> the repo
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
@@ -81,14 +81,13 @@ def child(variant: str, surface: str, streams: int, deltas: int) -> None:
         worker.run_sync(client, surface)
     setup.flush()
     gc.collect()
-    cg = worker._Callgrind()
-    cg.start()
-    os.getppid()  # dump boundary: start
+    cg = worker.Callgrind(True)
+    cg.instrument_on()
+    cg.dump()  # closes dump 1: the control call's own tail
     for _ in range(streams):
         worker.run_sync(client, surface)
     setup.flush()
-    os.getppid()  # dump boundary: end
-    cg.stop()
+    cg.dump()  # closes dump 2: the measured streams, every thread
 
 
 def measure(variant: str, a: argparse.Namespace) -> float:
@@ -96,7 +95,7 @@ def measure(variant: str, a: argparse.Namespace) -> float:
     try:
         env = {**os.environ, "PYTHONHASHSEED": "0", "OTELSTREAM_WATCHDOG_INTERVAL_S": "3600",
                "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid", "--instr-atstart=no",
+        subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
                         f"--callgrind-out-file={out}/cg.%p", sys.executable, __file__, "--child", variant,
                         a.surface, str(a.streams), str(a.deltas)], check=True, capture_output=True, env=env)  # fmt: skip
         with open(glob.glob(f"{out}/cg.*.2")[0]) as f:

@@ -1,6 +1,6 @@
 """Where otelstream's bytecodes go over real SDK streams: per function, fixed per stream and marginal per event.
 
-    python bench/opcodes.py [CONFIG] [SURFACE] [--mode sync|async] [--by fixed|marginal] [--top N]
+    python bench/tools/opcodes.py [CONFIG] [SURFACE] [--mode sync|async] [--by fixed|marginal] [--top N]
 
 CONFIG (default ``otelstream-default``; otelstream from the work tree) and the uninstrumented baseline each run in a
 fresh process: warm-up, then 20 streams of 10 deltas and 20 of 110 deltas under ``sys.settrace`` with opcode events,
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/tools/ -> the repo
 if ROOT not in sys.path:
     sys.path.append(ROOT)
 

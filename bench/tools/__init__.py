@@ -1,0 +1,1 @@
+"""Diagnostics beside the suite: where the instructions go (``hotpath``, ``opcodes``, ``ablate``)."""
