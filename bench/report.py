@@ -324,7 +324,9 @@ def write(res: dict, path: str) -> None:
                          if cg.get("paired") else "")
                       + (f"So each otelstream cell is the median over {len(cg['layouts'])} processes given "
                          f"{', '.join(map(str, cg['layouts']))} extra types and interned names before the imports "
-                         "(another type-cache and heap layout each; each process's figure is shown under `layouts`). "
+                         "(another type-cache and heap layout each; each process's figure is shown under `layouts`)"
+                         + (f"; in the oldest SDK set over {len(cg['oldest_layouts'])}" if "oldest_layouts" in cg
+                            and len(sdks) > 1 else "") + ". "
                          if len(cg.get("layouts", ())) > 1 else "")
                       + (f"The watchdog ticks every {cg['watchdog_interval_s']:g} s here: its cost is per second of "
                          "wall time, and under valgrind's ≈50× slowdown a 1 s tick would land on ≈50× fewer events "

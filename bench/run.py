@@ -308,7 +308,8 @@ def cg_jobs(a) -> list[tuple[float, str, object]]:
             if not phases:
                 continue
             weight = 15 + 5 * len(phases) * (2 if a.cg_paired and cfg in configs.OURS else 1)  # ≈ s, idle 2 cores
-            for layout in LAYOUT_PADS[: a.cg_layouts] if cfg in configs.OURS else (0,):
+            layouts = a.cg_layouts if n == 0 else a.cg_oldest_layouts
+            for layout in LAYOUT_PADS[:layouts] if cfg in configs.OURS else (0,):
                 label = f"callgrind {sdk.label} {cfg}" + (f" (layout {layout})" if layout else "")
                 jobs.append((weight, label, lambda sdk=sdk, cfg=cfg, phases=phases, layout=layout: (
                     "cg", (sdk.label, cfg, layout), cg_one(sdk, cfg, phases, a, layout))))  # fmt: skip
@@ -356,7 +357,7 @@ def cg_collect(a, per_cfg: dict) -> dict:
             "short_streams": a.cg_short_streams, "ref_events": a.ref_events,
             "instrumentation": "whole process" if a.cg_instr_all else "after the pre-warm (callgrind_control)",
             "prewarm": a.cg_prewarm, "watchdog_interval_s": a.cg_watchdog_s, "paired": a.cg_paired,
-            "layouts": list(LAYOUT_PADS[: a.cg_layouts])}  # fmt: skip
+            "layouts": list(LAYOUT_PADS[: a.cg_layouts]), "oldest_layouts": list(LAYOUT_PADS[: a.cg_oldest_layouts])}  # fmt: skip
 
 
 def _cg_row(a, cfg: str, surface: str, mode: str, r: dict, base: dict) -> dict:
@@ -632,6 +633,9 @@ def main() -> None:
     p.add_argument("--cg-layouts", type=int, default=3, choices=range(1, 6),
                    help="callgrind: otelstream's figures are the median over this many heap layouts (one process "
                         "each; the same code's cost per event moves by a few hundred instructions with the layout)")
+    p.add_argument("--cg-oldest-layouts", type=int, default=1, choices=range(1, 6),
+                   help="callgrind: the same for the oldest SDK set (one by default: its cells are there for the "
+                        "budgets' verdict on the oldest releases, and each layout is one more process per configuration)")
     p.add_argument("--cg-instr-all", action="store_true",
                    help="callgrind: instrument the whole process (slow), not only from the end of the pre-warm")
     p.add_argument("--jobs", type=int, default=2, help="callgrind + memory processes at a time")
