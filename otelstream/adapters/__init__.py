@@ -1,8 +1,8 @@
 """SDK adapters: wrapt patches that turn SDK stream events into tracker observations (DESIGN §6).
 
 They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules:
-``_common`` (per-call state, observing generators, body-close hook, the watch on the caller's object, the guard for
-our copies of SDK generators, exception mapping), ``openai_sse``, ``anthropic_sse``, ``openai_ws`` (Responses
+``_common`` (per-call state, observing generators, body-close hook, the watch on the caller's object, exception
+mapping), ``openai_sse``, ``anthropic_sse``, ``openai_ws`` (Responses
 WebSocket mode) and ``_patch`` (apply/undo in any import order).
 """
 

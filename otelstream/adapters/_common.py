@@ -1,5 +1,5 @@
 """What every SSE adapter shares: the per-call state, the observing generators, the body-close hook, the watch on the
-caller's object, the guard that lets a copy of an SDK generator run in its place.
+caller's object.
 
 Lifecycle of one streamed call (both SDKs):
 
@@ -10,13 +10,14 @@ Lifecycle of one streamed call (both SDKs):
    counts attempts, makes our span current around the send, and puts the ``Call`` into
    ``request.extensions[KEY]`` so that a ``Stream`` built later from that response (``with_raw_response…parse()``)
    still finds it.
-3. When the SDK builds its ``Stream`` the call is *bound*: the response body is wrapped to see every close, a weak
-   reference watches the caller's object (``watch``), and the SDK's ``__stream__`` is observed (the only per-event
-   code: a clock read, a ``t_pull`` store, one ``tracker.event``). When the SDK's ``__stream__`` is, to the
-   character, a version we mirror, the adapter's copy of it with the observation written in runs *instead* of it
-   (``sdk_replica``): one generator per stream rather than the SDK's plus one or two of ours, and the tracker reads
-   the decoded JSON of each event rather than the pydantic model built from it (plain dict lookups). Any other
-   version is wrapped by ``observe_sync`` / ``observe_async`` (and its raw SSE by the adapter's ``_iter_events`` tap).
+3. When the SDK builds its ``Stream`` the call is *bound* (the moment the stream is handed to the caller: the gap
+   until its first pull is the caller's, consumer time): the response body is wrapped to see every close, a weak
+   reference watches the caller's object (``watch``), and the SDK's own generators run, unchanged, observed from
+   outside at two points, the same on every SDK release. The adapter's tap on ``_iter_events`` (the SSE decoder's
+   iteration) stamps each frame as it is decoded (``tracker.t_frame``: the end of the wait, before the SDK parses
+   the JSON and builds its model, which is the SDK's work, not the server's) and sees what the SDK drops (``[DONE]``,
+   pings, the ``event:`` name); ``observe_sync`` / ``observe_async`` around ``__stream__`` stamp each pull and hand
+   each item the SDK yields to ``tracker.event``, and see how the stream ends.
 4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per DESIGN §2), the
    caller's close (seen at the body, when the caller is *not* inside a pull — a close during a pull is the SDK's own
    ``finally: response.close()``), the collection of the caller's object (``gc``), or ``http_error`` when the request
@@ -28,13 +29,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextvars
-import functools
-import hashlib
-import inspect
 import logging
 import os
 import sys
-import textwrap
 import threading
 import time
 import types
@@ -106,8 +103,8 @@ def current_unbound() -> Call | None:
     return call if call is not None and not call.bound else None
 
 
-# Call.observed: how the call's events are being observed
-UNOBSERVED, OBSERVED_WRAPPED, OBSERVED_INLINE = 0, 1, 2
+# Call.observed: whether the call's events are being observed (by the generators below and the adapter's tap)
+UNOBSERVED, OBSERVED = 0, 1
 
 
 class Call:
@@ -124,11 +121,9 @@ class Call:
         self.attempts = 0
         self.sending = 0  # nesting depth of send wrappers (openai's auth retry re-enters _send_request)
         self.bound = False  # a Stream was built for it
-        # OBSERVED_INLINE: the adapter's copy of the SDK's __stream__ runs (it sees the raw SSE itself);
-        # OBSERVED_WRAPPED: the SDK's generator is wrapped, and its raw SSE tapped at _iter_events
-        self.observed = UNOBSERVED
+        self.observed = UNOBSERVED  # OBSERVED: the SDK's generator is wrapped and its raw SSE tapped at _iter_events
         self.watcher: _Watch | None = None
-        self.sse_name: str | None = None  # wrapped openai streams: the SSE `event:` of the item being parsed
+        self.sse_name: str | None = None  # openai streams: the SSE `event:` of the item being parsed
 
 
 def bind_to(obj: Any, call: Call) -> None:
@@ -284,6 +279,9 @@ def bind_response(call: Call, response: Any) -> None:
     """Wrap ``response.stream`` (httpx2 only) to see every close of the body, by any path (research §1.4 #3: the
     openai helpers close ``_response`` directly, so patching ``Stream.close`` would miss them)."""
     with _guard.guard("adapters.bind_response"):
+        tracker = call.tracker
+        if not tracker.t_handed:  # the stream (or the raw response it is parsed from) reaches the caller now
+            tracker.t_handed = tracker.clock()
         body = response.stream
         if isinstance(body, (_BodySync, _BodyAsync, _BodyBoth)):
             return
@@ -378,10 +376,13 @@ def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
 
 # --- the observing generators (the hot path) ----------------------------------------------------------------
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
+    """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
+    (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
+    ended (``ending``)."""
     tracker = call.tracker
     clock = tracker.clock
     with ending(call, classify):
-        tracker.t_pull = clock()
+        tracker.first_pull(clock())
         for item in gen:
             try:
                 tracker.event(item, call.sse_name)
@@ -395,7 +396,7 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
     tracker = call.tracker
     clock = tracker.clock
     with ending(call, classify):
-        tracker.t_pull = clock()
+        tracker.first_pull(clock())
         async for item in agen:
             try:
                 tracker.event(item, call.sse_name)
@@ -405,9 +406,9 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
             tracker.t_pull = clock()
 
 
-# where a stream's own iteration closes its body: our generators, the SDKs' stream loops and our copies of them
-# (added by ``replica_of``) and httpx2's raw iterators (a cancelled pull closes the body there, while the throw
-# that reaches it leaves the generators around it off the frame chain)
+# where a stream's own iteration closes its body: our generators, the SDKs' stream loops and drains (added by
+# ``register_iteration_code`` when their patch is applied) and httpx2's raw iterators (a cancelled pull closes the
+# body there, while the throw that reaches it leaves the generators around it off the frame chain)
 _ITERATION_CODES = {
     observe_sync.__code__,
     observe_async.__code__,
@@ -417,12 +418,23 @@ _ITERATION_CODES = {
 _RESPONSE_CLOSE_CODES = {httpx2.Response.close.__code__, httpx2.Response.aclose.__code__}
 
 
+def register_iteration_code(func: Any) -> None:
+    """A ``__stream__`` patch's ``prepare``: the SDK's loop closes the body in its ``finally``, openai's async loop
+    also through its drain after ``[DONE]`` (HTTP/1.1): such a close is the iteration ending, not the caller's
+    (``body_closed``). The SDK's own function objects, looked up when the patch is applied."""
+    if type(func) is not types.FunctionType:
+        return
+    _ITERATION_CODES.add(func.__code__)
+    drain = func.__globals__.get("drain_response_async")
+    if type(drain) is types.FunctionType:
+        _ITERATION_CODES.add(drain.__code__)
+
+
 class ending:
-    """Around the body of an observing generator (ours, or the adapters' copies of the SDKs'): how the body ends is
-    how the stream ended. ``GeneratorExit``: the generator was closed, which happens only when the caller's stream is
-    collected (``Stream.close()`` closes the body, not the generator: research §1.4 #2; a recorded close already
-    ended the tracker), so ``gc``; any other exception, classified (``end_with``); running out, ``eof``. Never
-    swallows anything."""
+    """Around the body of an observing generator: how the body ends is how the stream ended. ``GeneratorExit``: the
+    generator was closed, which happens only when the caller's stream is collected (``Stream.close()`` closes the
+    body, not the generator: research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other
+    exception, classified (``end_with``); running out, ``eof``. Never swallows anything."""
 
     __slots__ = ("call", "classify")
 
@@ -532,82 +544,16 @@ def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, 
     return sync, async_
 
 
-# --- a copy of the SDK's generator in its place ----------------------------------------------------------------
-Replica = Callable[..., Any]  # (stream, call, sdk=<the SDK module's globals>) -> the observed generator
-_replicas: dict[types.FunctionType, Replica | None] = {}
-
-
-def sdk_replica(wrapped: Any, known: dict[str, Replica]) -> Replica | None:
-    """The adapter's copy of the SDK method ``wrapped`` (one generator where the SDK's and our wrapping ones would
-    be two or three: half the memory per open stream, a generator resume less per event), or None to wrap it.
-
-    ``known`` maps the sha256 of the source of each SDK version we copied to its copy. The copy runs only when the
-    installed method's source is, to the character, one of those and the code running has that source's names,
-    constants and locals (not a file changed on disk since the import); anything else, someone else's wrapper
-    included, is run and wrapped as it is."""
-    func = getattr(wrapped, "__func__", None)
-    if type(wrapped) is not types.MethodType or type(func) is not types.FunctionType:
-        return None
-    try:
-        return _replicas[func]
-    except KeyError:
-        return replica_of(func, known)
-
-
-def prepare_replica(known: dict[str, Replica]) -> Callable[[Any], object]:
-    """A patch's ``prepare``: decide at the SDK's import whether its ``__stream__`` runs as one of our copies."""
-    return functools.partial(replica_of, known=known)
-
-
-def wrapped_call(instance: Any) -> Call | None:
-    """The call of a stream whose SDK generator is wrapped (its raw SSE is tapped at ``_iter_events``); None when our
-    copy of ``__stream__`` sees the raw SSE itself, or the stream is not observed."""
+def observed_call(instance: Any) -> Call | None:
+    """The call of an observed stream (for the adapter's ``_iter_events`` tap); None when it is not observed."""
     call = call_on(instance)
-    return call if call is not None and call.observed == OBSERVED_WRAPPED else None
+    return call if call is not None and call.observed == OBSERVED else None
 
 
-def replica_of(func: Any, known: dict[str, Replica]) -> Replica | None:
-    """``sdk_replica`` for the SDK's function itself; decided once per function (the patch's ``prepare`` decides it
-    at the SDK's import, so that no stream pays for reading the source)."""
-    if type(func) is not types.FunctionType:
-        return None
-    # the SDK's loop closes the body in its finally, openai's also through its drain after [DONE] (HTTP/1.1): such
-    # a close is the iteration ending, not the caller's (body_closed), whether the loop runs wrapped or as our copy
-    _ITERATION_CODES.add(func.__code__)
-    drain = func.__globals__.get("drain_response_async")
-    if type(drain) is types.FunctionType:
-        _ITERATION_CODES.add(drain.__code__)
-    replica: Replica | None = None
-    try:
-        src = inspect.getsource(func)
-        found = known.get(hashlib.sha256(src.encode()).hexdigest())
-        if found is not None and _compiles_to(src, func.__code__):
-            replica = functools.partial(found, sdk=func.__globals__)
-            _ITERATION_CODES.add(found.__code__)  # our copy runs the loop: its finally closes the body too
-    except Exception:  # no source (a zipped or .pyc-only install), an unreadable file: wrap
-        replica = None
-    _replicas[func] = replica
-    return replica
-
-
-def _compiles_to(src: str, code: types.CodeType) -> bool:
-    # Names, constants and locals, not the bytecode: the bytecode of a lone function differs from the same function
-    # compiled in its module (CPython 3.11 loads a method of an imported module with LOAD_ATTR, not LOAD_METHOD).
-    module = compile(textwrap.dedent(src), code.co_filename, "exec", dont_inherit=True)
-    for const in module.co_consts:
-        if isinstance(const, types.CodeType) and const.co_name == code.co_name:
-            return (const.co_consts, const.co_names, const.co_varnames) == (
-                code.co_consts, code.co_names, code.co_varnames,
-            )  # fmt: skip
-    return False
-
-
-def stream_wrapper(
-    take: Callable[[Any], Call | None], classify: Classifier, where: str, known: dict[str, Replica]
-) -> Wrapper:
+def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, where: str) -> Wrapper:
     """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
-    helper iterates): when ``take(stream)`` names a call, the adapter's copy of the SDK's generator (``known``), or
-    the SDK's generator wrapped by ``observe_sync`` / ``observe_async``."""
+    helper iterates): when ``take(stream)`` names a call, the SDK's generator wrapped by ``observe_sync`` /
+    ``observe_async``."""
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
@@ -615,14 +561,7 @@ def stream_wrapper(
             call = take(instance)
         if call is None:
             return wrapped(*args, **kwargs)
-        replica = None
-        if not args and not kwargs:
-            with _guard.guard(where):
-                replica = sdk_replica(wrapped, known)
-        if replica is not None:
-            call.observed = OBSERVED_INLINE
-            return replica(instance, call)
-        call.observed = OBSERVED_WRAPPED
+        call.observed = OBSERVED
         gen = wrapped(*args, **kwargs)
         return observe_async(gen, call, classify) if hasattr(gen, "__anext__") else observe_sync(gen, call, classify)
 

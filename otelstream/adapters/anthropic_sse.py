@@ -15,10 +15,10 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
   instance here (the shallow copy carries it) and the watch goes on this, the caller's object.
 - ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``:82``, ``:211``): every event, once, on the copy; runs only
   when first iterated (a stream closed unread is ended by the body-close hook or the watch on the caller's object).
-  For the versions whose source we mirror (``_REPLICAS``) our copy runs in its place and counts the ``event: ping``
-  keepalives that the SDK skips (``:93-94``) in the SDK's own loop.
-- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): for any other version, the pings are counted on
-  the raw SSE here, around the SDK's generator.
+  Its generator runs unchanged, wrapped by ``_common.observe_sync`` / ``observe_async``.
+- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): the raw SSE tapped around the SDK's generator:
+  each frame's decoding is stamped (the end of the wait, before the SDK parses its JSON and builds the model), and
+  the ``event: ping`` keepalives that the SDK skips (``:93-94``) are counted.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _late_bind(call: c.Call, stream: Any) -> None:
     taken = _take(stream)
     if taken is None:
         return
-    taken.observed = c.OBSERVED_WRAPPED
+    taken.observed = c.OBSERVED
     inner = copy.copy(stream).__stream__()  # what the cached property would build
     state["_iterator"] = c.observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else c.observe_sync(
         inner, taken, classify
@@ -227,170 +227,15 @@ def _take(instance: Any) -> c.Call | None:
     return call if call is not None and call.observed == c.UNOBSERVED else None
 
 
-# The two generators below follow the SDK's own method line by line, adapted from anthropic-sdk-python
-# (MIT License, Copyright 2023 Anthropic, PBC). They run only in place of the exact
-# source they were adapted from (sha256-checked in ``_REPLICAS``); any other source is wrapped instead.
-def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
-    """``Stream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:82-138``) with the observation of
-    ``c.observe_sync`` and the ping count written in. The SDK's lines are kept in order; ``sse.event``, a plain
-    property, is read once."""
-    tracker = call.tracker
-    clock = tracker.clock
-    with c.ending(call, classify):
-        cast_to = self._cast_to  # (typing.cast: the value itself)
-        response = self.response
-        process_data = self._client._process_response_data
-        iterator = self._iter_events()
-
-        if (observer := self._observer) is not None:
-            observer.begin()
-
-        try:
-            tracker.t_pull = clock()
-            for sse in iterator:
-                event = sse.event
-                if event == "ping":
-                    try:
-                        tracker.keepalive()
-                    except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
-                        _guard.report("anthropic.ping", exc)
-                    continue
-
-                if event is None:
-                    continue
-
-                if event == "error":
-                    body = sse.data
-
-                    try:
-                        body = sse.json()
-                        err_msg = f"{body}"
-                    except Exception:
-                        err_msg = sse.data or f"Error code: {response.status_code}"
-
-                    raise self._client._make_status_error(
-                        err_msg,
-                        body=body,
-                        response=self.response,
-                    )
-
-                if not sse.data:
-                    continue
-
-                data = sse.json()  # (the SDK passes it on directly: named here for the tracker)
-                item = process_data(data=data, cast_to=cast_to, response=response)
-                try:
-                    tracker.event(data)
-                except Exception as exc:
-                    _guard.report("adapters.event", exc)
-                del data  # the SDK keeps no such local: not held while the caller holds the item
-                try:
-                    yield item
-                except GeneratorExit:
-                    # collected (or closed) while the caller holds the item: before the finally below closes the
-                    # body, which would otherwise read as the caller's close
-                    c.finish(call, "gc")
-                    raise
-                tracker.t_pull = clock()
-            if (observer := self._observer) is not None:
-                observer.end("read")
-        except Exception as err:
-            if (observer := self._observer) is not None:
-                observer.end("failed", err)
-            raise
-        finally:
-            if sdk["sys"].is_finalizing():
-                # Closing at interpreter shutdown can crash CPython 3.13; mark it closed instead (the SDK's comment)
-                response.is_closed = True
-            else:
-                response.close()
-
-
-async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIterator[Any]:
-    """``AsyncStream.__stream__`` of anthropic 2.0-2.14 (``_streaming.py:211-267``), as ``_stream_sync``."""
-    tracker = call.tracker
-    clock = tracker.clock
-    with c.ending(call, classify):
-        cast_to = self._cast_to
-        response = self.response
-        process_data = self._client._process_response_data
-        iterator = self._iter_events()
-
-        if (observer := self._observer) is not None:
-            observer.begin()
-
-        try:
-            tracker.t_pull = clock()
-            async for sse in iterator:
-                event = sse.event
-                if event == "ping":
-                    try:
-                        tracker.keepalive()
-                    except Exception as exc:
-                        _guard.report("anthropic.ping", exc)
-                    continue
-
-                if event is None:
-                    continue
-
-                if event == "error":
-                    body = sse.data
-
-                    try:
-                        body = sse.json()
-                        err_msg = f"{body}"
-                    except Exception:
-                        err_msg = sse.data or f"Error code: {response.status_code}"
-
-                    raise self._client._make_status_error(
-                        err_msg,
-                        body=body,
-                        response=self.response,
-                    )
-
-                if not sse.data:
-                    continue
-
-                data = sse.json()  # (the SDK passes it on directly: named here for the tracker)
-                item = process_data(data=data, cast_to=cast_to, response=response)
-                try:
-                    tracker.event(data)
-                except Exception as exc:
-                    _guard.report("adapters.event", exc)
-                del data  # the SDK keeps no such local: not held while the caller holds the item
-                try:
-                    yield item
-                except GeneratorExit:
-                    c.finish(call, "gc")
-                    raise
-                tracker.t_pull = clock()
-            if (observer := self._observer) is not None:
-                observer.end("read")
-        except Exception as err:
-            if (observer := self._observer) is not None:
-                observer.end("failed", err)
-            raise
-        finally:
-            if sdk["sys"].is_finalizing():
-                response.is_closed = True
-            else:
-                await response.aclose()
-
-
-# sha256 of inspect.getsource(<the SDK's method>) -> our copy of it (tests/adapters/test_replicas.py checks the
-# installed SDK still matches one of them); 2.0 and 2.14 are the same
-_REPLICAS: dict[str, c.Replica] = {
-    "ece2cdf3c68711799c7728c7cba90d33ad4625665cc7f4590a5564898df94fde": _stream_sync,
-    "7598f65f02ca73d523290107a2d1df19c672a182cb3eca563bfe5257a1314889": _stream_async,
-}
-
-
-_stream = c.stream_wrapper(_take, classify, "anthropic.stream", _REPLICAS)
+_stream = c.stream_wrapper(_take, classify, "anthropic.stream")
 
 
 def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+    """Each SSE frame as the SDK's decoder yields it: stamped, pings counted; passed on unchanged."""
     tracker = call.tracker
+    clock = tracker.clock
     for sse in gen:
+        tracker.t_frame = clock()
         if sse.event == "ping":
             try:
                 tracker.keepalive()
@@ -401,7 +246,9 @@ def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
 
 async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
     tracker = call.tracker
+    clock = tracker.clock
     async for sse in agen:
+        tracker.t_frame = clock()
         if sse.event == "ping":
             try:
                 tracker.keepalive()
@@ -412,13 +259,13 @@ async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[
 
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = c.wrapped_call(instance)
+    call = c.observed_call(instance)
     return gen if call is None else _pings_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = c.wrapped_call(instance)
+    call = c.observed_call(instance)
     return agen if call is None else _pings_async(agen, call)
 
 
@@ -448,11 +295,12 @@ PATCHES = (
           scopes=_ASYNC),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
           measures=_LIFECYCLE, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
           measures=_LIFECYCLE, scopes=_ASYNC),
-    # the pings the SDK skips: without this tap they cannot be counted
+    # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
+    # when its frame was decoded: the SDK's own work on the event is then counted as wait)
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,
           measures=(names.MEASURE_KEEPALIVES,), scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async,

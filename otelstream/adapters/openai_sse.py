@@ -10,12 +10,12 @@ Patch points (file:line refs are openai 3.57, ``site-packages/openai``):
   ``t_request`` is the innermost (last) send. Covers legacy ``httpx`` clients too.
 - ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``_streaming.py:63``, ``:179``): the one choke point every
   wire event passes once, whatever the consumption style (``for``, ``next()``, helpers, ``until_done()``). It is
-  called eagerly from ``Stream.__init__`` (``:46``, ``:161``) on the caller's own Stream. For the versions whose
-  source we mirror (``_REPLICAS``) our copy runs in its place: it sees each raw SSE in the SDK's own loop, so
-  ``data: [DONE]`` (consumed at ``:72-73``) and the ``event:`` name (which classifies lifecycle events a gateway
-  sent without ``type``) need no second generator.
-- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``_streaming.py:55``, ``:170``): for any other version,
-  the raw SSE tapped here, around the SDK's generator.
+  called eagerly from ``Stream.__init__`` (``:46``, ``:161``) on the caller's own Stream; its generator runs
+  unchanged, wrapped by ``_common.observe_sync`` / ``observe_async``.
+- ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``_streaming.py:55``, ``:170``): the raw SSE tapped
+  around the SDK's generator: each frame's decoding is stamped (the end of the wait, before the SDK parses its JSON
+  and builds the model), ``data: [DONE]`` (consumed at ``:72-73``) is seen, and the ``event:`` name (which
+  classifies lifecycle events a gateway sent without ``type``) is kept for the item the SDK builds from it.
 - ``ResponseStream.__init__`` / ``AsyncResponseStream.__init__`` (``lib/streaming/responses/_responses.py:39``,
   ``:141``): the ``.stream(response_id=…, starting_after=N)`` helper retrieves from 0 and filters on the client
   (``:67``, ``:166``); the tracker learns N so the first delta counts only after it.
@@ -181,7 +181,7 @@ def _late_bind(call: c.Call, stream: Any) -> None:
     if it is None or getattr(stream, "response", None) is None or _bind(stream, call) is None:
         return
     call.tracker.done_observable = False
-    call.observed = c.OBSERVED_WRAPPED
+    call.observed = c.OBSERVED
     stream._iterator = c.observe_async(it, call, classify) if hasattr(it, "__anext__") else c.observe_sync(
         it, call, classify
     )
@@ -268,150 +268,15 @@ def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
     return call
 
 
-def _inband_error(stream: Any, data: Any, sdk: dict[str, Any]) -> BaseException:
-    """The SDK's in-band error, built as its ``__stream__`` builds it (``_streaming.py:80-91``, ``:98-109``)."""
-    is_mapping = sdk["is_mapping"]
-    message = None
-    error = data.get("error")
-    if is_mapping(error):
-        message = error.get("message")
-    if not message or not isinstance(message, str):
-        message = "An error occurred during streaming"
-    exc: BaseException = sdk["APIError"](message=message, request=stream.response.request, body=data["error"])
-    return exc
-
-
-# The two generators below follow the SDK's own method line by line, adapted from openai-python
-# (Apache License 2.0, Copyright 2024 OpenAI). They run only in place of the exact
-# source they were adapted from (sha256-checked in ``_REPLICAS``); any other source is wrapped instead.
-def _stream_sync(self: Any, call: c.Call, sdk: dict[str, Any]) -> Iterator[Any]:
-    """``Stream.__stream__`` of openai 3.42-3.57 (``_streaming.py:63-120``) with the observation of ``c.observe_sync``
-    and the SSE tap written in. The SDK's lines are kept in order; ``sse.event``, a plain property, is read once."""
-    tracker = call.tracker
-    clock = tracker.clock
-    with c.ending(call, classify):
-        cast_to = self._cast_to  # (typing.cast: the value itself)
-        response = self.response
-        process_data = self._client._process_response_data
-        iterator = self._iter_events()
-        # 3.42's options have no stream_mode (its __stream__ treats every stream as legacy)
-        legacy = self._options is None or getattr(self._options, "stream_mode", "legacy") == "legacy"
-        is_mapping = sdk["is_mapping"]
-        try:
-            tracker.t_pull = clock()
-            for sse in iterator:
-                if sse.data.startswith("[DONE]"):
-                    try:
-                        tracker.done_sentinel()
-                    except Exception as exc:
-                        _guard.report("openai.done", exc)
-                    break
-                event = sse.event
-                if legacy and event and event.startswith("thread."):
-                    data = sse.json()
-                    if event == "error" and is_mapping(data) and data.get("error"):
-                        raise _inband_error(self, data, sdk)
-                    item = process_data(data={"data": data, "event": event}, cast_to=cast_to, response=response)
-                else:
-                    data = sse.json()
-                    if legacy and is_mapping(data) and data.get("error"):
-                        raise _inband_error(self, data, sdk)
-                    item = process_data(
-                        data={"data": data, "event": event}
-                        if self._options is not None and self._options.synthesize_event_and_data
-                        else data,
-                        cast_to=cast_to,
-                        response=response,
-                    )
-                try:
-                    tracker.event(data, event)  # the decoded JSON the item was built from: plain dicts
-                except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
-                    _guard.report("adapters.event", exc)
-                try:
-                    yield item
-                except GeneratorExit:
-                    # collected (or closed) while the caller holds the item: before the finally below closes the
-                    # body, which would otherwise read as the caller's close
-                    c.finish(call, "gc")
-                    raise
-                tracker.t_pull = clock()
-        finally:
-            response.close()
-
-
-async def _stream_async(self: Any, call: c.Call, sdk: dict[str, Any]) -> AsyncIterator[Any]:
-    """``AsyncStream.__stream__`` of openai 3.42-3.57 (``_streaming.py:179-241``), as ``_stream_sync``."""
-    tracker = call.tracker
-    clock = tracker.clock
-    with c.ending(call, classify):
-        cast_to = self._cast_to
-        response = self.response
-        process_data = self._client._process_response_data
-        iterator = self._iter_events()
-        # 3.42's options have no stream_mode (its __stream__ treats every stream as legacy)
-        legacy = self._options is None or getattr(self._options, "stream_mode", "legacy") == "legacy"
-        is_mapping = sdk["is_mapping"]
-        try:
-            tracker.t_pull = clock()
-            async for sse in iterator:
-                if sse.data.startswith("[DONE]"):
-                    try:
-                        tracker.done_sentinel()
-                    except Exception as exc:
-                        _guard.report("openai.done", exc)
-                    # HTTP/1.1 needs the remaining body consumed for connection reuse (the SDK's comment)
-                    if response.http_version == "HTTP/1.1":
-                        await sdk["drain_response_async"](response)
-                    break
-                event = sse.event
-                if legacy and event and event.startswith("thread."):
-                    data = sse.json()
-                    if event == "error" and is_mapping(data) and data.get("error"):
-                        raise _inband_error(self, data, sdk)
-                    item = process_data(data={"data": data, "event": event}, cast_to=cast_to, response=response)
-                else:
-                    data = sse.json()
-                    if legacy and is_mapping(data) and data.get("error"):
-                        raise _inband_error(self, data, sdk)
-                    item = process_data(
-                        data={"data": data, "event": event}
-                        if self._options is not None and self._options.synthesize_event_and_data
-                        else data,
-                        cast_to=cast_to,
-                        response=response,
-                    )
-                try:
-                    tracker.event(data, event)  # the decoded JSON the item was built from: plain dicts
-                except Exception as exc:
-                    _guard.report("adapters.event", exc)
-                try:
-                    yield item
-                except GeneratorExit:
-                    c.finish(call, "gc")
-                    raise
-                tracker.t_pull = clock()
-        finally:
-            await response.aclose()
-
-
-# sha256 of inspect.getsource(<the SDK's method>) -> our copy of it (tests/adapters/test_replicas.py checks the
-# installed SDK still matches one of them)
-_REPLICAS: dict[str, c.Replica] = {
-    # 3.57 Stream.__stream__, AsyncStream.__stream__
-    "14b1c425025df3c500815c7c2753493bc11403fae626a28ce565ed60a88e93d4": _stream_sync,
-    "381c66f37dd55cb857d7d6c387a0829663e1fc89847ed21f3ab64cdad7065fc0": _stream_async,
-    # 3.42 (before stream_mode: every stream was "legacy")
-    "f5225507150089c77e704b0ad2143ed40fc747d0b9b876b2a8ad198c0a3c61ae": _stream_sync,
-    "a7a7ad6612e366683d1445229e4a9cfa483b014ba6210429d9822f53ca71e5c7": _stream_async,
-}
-
-
-_stream = c.stream_wrapper(_bind, classify, "openai.stream", _REPLICAS)
+_stream = c.stream_wrapper(_bind, classify, "openai.stream")
 
 
 def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+    """Each SSE frame as the SDK's decoder yields it: stamped, named, ``[DONE]`` seen; passed on unchanged."""
     tracker = call.tracker
+    clock = tracker.clock
     for sse in gen:
+        tracker.t_frame = clock()
         call.sse_name = sse.event
         if sse.data.startswith("[DONE]"):
             try:
@@ -423,7 +288,9 @@ def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
 
 async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
     tracker = call.tracker
+    clock = tracker.clock
     async for sse in agen:
+        tracker.t_frame = clock()
         call.sse_name = sse.event
         if sse.data.startswith("[DONE]"):
             try:
@@ -435,13 +302,13 @@ async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[An
 
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = c.wrapped_call(instance)
+    call = c.observed_call(instance)
     return gen if call is None else _raw_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = c.wrapped_call(instance)
+    call = c.observed_call(instance)
     return agen if call is None else _raw_async(agen, call)
 
 
@@ -471,6 +338,8 @@ _SEND = (
     names.MEASURE_RETRIES,
 )
 _LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
+# (without the tap a wait also ends when the item arrives, not when its frame was decoded: the SDK's own work on the
+# event is then counted as wait, as in releases before the tap stamped frames; no measure is lost)
 _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
 
@@ -481,9 +350,9 @@ PATCHES = (
     Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
     Patch("openai._client", "OpenAI._send_request", _send_sync, measures=_SEND, scopes=_SYNC),
     Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
-    Patch("openai._streaming", "Stream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+    Patch("openai._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
           measures=_LIFECYCLE, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.prepare_replica(_REPLICAS),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
           measures=_LIFECYCLE, scopes=_ASYNC),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),

@@ -12,9 +12,12 @@ Invariants (every method keeps them; property tests in tests/core check them):
 
 The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog thread can read it)::
 
+    tracker.t_handed = clock()      # the stream reaches the caller (once)
+    tracker.first_pull(clock())     # the caller asks for the first event: the gap since t_handed is consumer time
+    ...
     tracker.t_pull = clock()        # the caller asks for the next event: a wait begins
-    item = next(sdk_generator)
-    tracker.event(item, sse_name)   # the wait ends; the item (or the decoded JSON it was built from) is classified
+    item = next(sdk_generator)      # meanwhile, at the SSE layer: tracker.t_frame = clock() (the wait's end)
+    tracker.event(item, sse_name)   # the item is classified, timed at t_frame (else now)
 """
 
 from __future__ import annotations
@@ -123,6 +126,8 @@ class StreamTracker:
         "_fast",
         "_fast_code",
         "_observe",
+        "_pre_pull_ns",
+        "_sdk_first",
         "_seq_last_at",
         "_seq_win_top",
         "_stalls",
@@ -149,6 +154,7 @@ class StreamTracker:
         "response_id",
         "response_model",
         "retries",
+        "sdk_ns",
         "seq_bad_start",
         "seq_duplicates",
         "seq_first",
@@ -166,6 +172,8 @@ class StreamTracker:
         "surface",
         "t_first_delta",
         "t_first_event",
+        "t_frame",
+        "t_handed",
         "t_last_event",
         "t_last_ns",
         "t_prev_delta",
@@ -212,6 +220,11 @@ class StreamTracker:
         self._observe = protocols.OBSERVERS.get(start.surface, protocols.observe_unknown)
         self.t_request = start.t_request_ns or clock()
         self.t_pull = 0
+        self.t_frame = 0  # when the SSE frame of the event being built was decoded (set by the adapter's tap)
+        self.t_handed = 0  # when the stream was handed to the caller (0: unknown, offline)
+        self._pre_pull_ns = 0  # t_handed to the first pull: the caller's time, counted as consumer time
+        self.sdk_ns = 0  # the SDK's own work on events, from their frames' decoding to the caller (not wait)
+        self._sdk_first = 0  # of it, before the first event reached the caller
         self.t_last_ns = self.t_request
         self.t_last_event = 0
         self.t_first_event = 0
@@ -277,7 +290,9 @@ class StreamTracker:
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | None = None) -> None:
         """One parsed event reached the caller: the decoded JSON it was built from, or the SDK's model of it. ``name``
-        is the SSE ``event:`` field when the layer sees it.
+        is the SSE ``event:`` field when the layer sees it. The pull's wait ended when the adapter's tap stamped the
+        decoding of its frame (``t_frame``); the time from then to now was the SDK's own work on it (JSON, model),
+        neither wait nor the caller's. Without a stamp (WebSocket, offline) the wait ends now.
 
         Every statement here costs the caller on every event (on the order of 50 machine instructions per bytecode),
         so the common case, an event carrying a plain delta in order mid-stream, takes a flat path: it checks its few
@@ -286,9 +301,15 @@ class StreamTracker:
         (consumer time and the chunk-time sums are computed at the end)."""
         clock = self.clock  # a local: a call through the slot would take CPython's unspecialized method lookup
         now = clock()
+        frame = self.t_frame
+        if frame:
+            self.t_frame = 0
+            self.sdk_ns += now - frame
+        else:
+            frame = now
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
         if not fast:
-            self._event(ev, name, now)
+            self._event(ev, name, now, frame)
             return
         text = seq = None
         try:
@@ -338,7 +359,7 @@ class StreamTracker:
         except (AttributeError, KeyError, TypeError, IndexError, ValueError):  # another shape: the general path
             text = None
         if not text or type(text) is not str:
-            self._event(ev, name, now)
+            self._event(ev, name, now, frame)
             return
         if seq is not None:  # Responses: the number checked above was the one expected
             self.seq_next = seq + 1
@@ -346,7 +367,7 @@ class StreamTracker:
         tp = self.t_pull
         if tp:
             self.t_pull = 0
-            wait = now - tp
+            wait = frame - tp
             self.wait_ns += wait
             if wait > self._wait_alarm:
                 self._long_wait(tp, wait)
@@ -362,14 +383,15 @@ class StreamTracker:
         else:
             self._chunk_counts[0] += 1  # type: ignore[index]
 
-    def _event(self, ev: Any, name: str | None, now: int) -> None:
-        """The general path: any event, classified by the surface's protocol module."""
+    def _event(self, ev: Any, name: str | None, now: int, frame: int) -> None:
+        """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``)."""
         if self.ended:
             return
-        self._wait_ended(now)
+        self._wait_ended(frame)
         if not self.t_first_event:
             self.t_first_event = now
             self._wait_first = self.wait_ns
+            self._sdk_first = self.sdk_ns
         try:
             d = ev.__dict__  # an SDK model's fields
         except AttributeError:
@@ -439,6 +461,14 @@ class StreamTracker:
             stalls = self._stalls = []
         if len(stalls) < names.MAX_RECORDED_STALLS:
             stalls.append(Stall(offset_s=(tp - self.t_request) / 1e9, wait_s=wait / 1e9))
+
+    def first_pull(self, now: int) -> None:
+        """The caller asks for the first event: a wait begins, and the time since the stream was handed over (a
+        framework's set-up, a sleep) was the caller's (DESIGN §2: consumer time)."""
+        self.t_pull = now
+        handed = self.t_handed
+        if handed and now > handed and not self._pre_pull_ns:
+            self._pre_pull_ns = now - handed
 
     def keepalive(self, count: int = 1) -> None:
         """Keepalive comment lines (or pings) seen below the event layer."""
@@ -645,14 +675,18 @@ class StreamTracker:
             self._fast = 0
         if now is None:
             now = self.clock()
-        # consumer time = time between the first and the last event not spent waiting for the next one
+        # consumer time = time between the first and the last event spent neither waiting for the next one nor in
+        # the SDK's work on it
         last = self.t_last_event = max(self.t_last_event, self.t_prev_delta)  # the fast path stamps deltas only
         if self.t_first_event:
-            self.consumer_ns = (last - self.t_first_event) - (self.wait_ns - self._wait_first)
+            self.consumer_ns = (
+                (last - self.t_first_event) - (self.wait_ns - self._wait_first) - (self.sdk_ns - self._sdk_first)
+            )
         # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
         tp = self._wait_ended(now)
         if tp and last and tp > last:
             self.consumer_ns += tp - last
+        self.consumer_ns += self._pre_pull_ns
         if how == "error":
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)

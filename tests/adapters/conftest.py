@@ -10,7 +10,6 @@ import openai
 import pytest
 
 from otelstream import adapters
-from otelstream.adapters import _common
 from tests.adapters.bodies import Server
 from tests.adapters.recording import RecordingListener
 
@@ -25,33 +24,12 @@ def rec() -> Iterator[RecordingListener]:
         adapters.uninstall()
 
 
-class _NoCopies(dict):  # type: ignore[type-arg]
-    """A cache of ``_common.sdk_replica`` that knows no SDK version: every stream takes the wrapping path."""
-
-    def __getitem__(self, key: object) -> None:
-        return None
-
-
-def wrap_only(mp: pytest.MonkeyPatch) -> None:
-    """Observe every stream by wrapping the SDK's generators, as for an SDK version we have no copy of."""
-    mp.setattr(_common, "_replicas", _NoCopies())
-
-
-@pytest.fixture(params=["copy", "wrapped"])
-def observe_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways the adapters observe a stream: our copy of the SDK's ``__stream__`` in its place (the SDK versions we
-    mirror), or the SDK's own generator wrapped (any other version)."""
-    if request.param == "wrapped":
-        wrap_only(monkeypatch)
-    return str(request.param)
-
-
 def iterator_kind(stream: object) -> str:
-    """Which generator feeds an SDK stream: "copy", "wrapped", or "sdk" (not observed)."""
+    """Which generator feeds an SDK stream: "observed" (ours around the SDK's), or "sdk" (not observed)."""
     it = stream.__dict__.get("_iterator")
     code = getattr(it, "gi_code", None) or getattr(it, "ag_code", None)
     name = getattr(code, "co_name", "")
-    return "copy" if name.startswith("_stream_") else "wrapped" if name.startswith("observe_") else "sdk"
+    return "observed" if name.startswith("observe_") else "sdk"
 
 
 def openai_client(server: Server | None = None, **kwargs: object) -> openai.OpenAI:

@@ -1,8 +1,8 @@
 """The tracker's flat path (events carrying a plain delta) must agree exactly with its general path.
 
-The same generated events go to three trackers: as decoded JSON (plain dicts, what our copies of the SDKs'
-``__stream__`` pass), as the SDKs' own models (built with their ``construct_type``, as the SDKs build them from the
-wire; the WebSocket and wrapped paths pass these), each taking the flat path wherever it can, and as plain dicts to a
+The same generated events go to three trackers: as decoded JSON (plain dicts, what offline replay passes), as the
+SDKs' own models (built with their ``construct_type``, as the SDKs build them from the wire; the SSE and WebSocket
+adapters pass these), each taking the flat path wherever it can, and as plain dicts to a
 tracker whose flat path is off (only the general path classifies). Every field of the three reports must be equal,
 whatever the mix of plain deltas, near-misses (empty or non-string text, a finish reason, usage, a second choice, a
 sequence number out of order, another delta type) and gaps on either side of every time-per-chunk bound."""

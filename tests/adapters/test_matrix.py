@@ -1,5 +1,5 @@
-"""Every raw-stream surface × sync/async × scenario × both ways of observing (our copy of the SDK's ``__stream__``,
-or the SDK's generator wrapped), real SDK clients over httpx2.MockTransport.
+"""Every raw-stream surface × sync/async × scenario on the one observation path (the SDK's own generators, observed
+from outside), real SDK clients over httpx2.MockTransport.
 
 Each test asserts the one report the adapters produce: outcome, counts, usage, timing, and that what the caller
 sees (items, exceptions, the SDK's own object types) is what the SDK gives without otelstream.
@@ -130,11 +130,6 @@ class Driver:
         return sdk.AsyncStream if self.is_async else sdk.Stream  # type: ignore[no-any-return]
 
 
-@pytest.fixture(autouse=True)
-def _both_modes(observe_mode: str) -> str:
-    return observe_mode
-
-
 @pytest.fixture(params=[False, True], ids=["sync", "async"])
 def is_async(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
@@ -166,12 +161,12 @@ def _check_ok(rec: RecordingListener, d: Driver) -> None:
     assert rec.activations == 1 and rec.active == 0  # our span was current around the one send
 
 
-def test_ok_for_loop(rec: RecordingListener, drv: Driver, observe_mode: str) -> None:
+def test_ok_for_loop(rec: RecordingListener, drv: Driver) -> None:
     stream = drv.open()
     assert type(stream) is drv.stream_type  # the SDK's own object reaches the caller
     items = drv.drain(stream)
     assert len(items) == drv.spec.events
-    assert iterator_kind(stream) == observe_mode
+    assert iterator_kind(stream) == "observed"
     _check_ok(rec, drv)
 
 

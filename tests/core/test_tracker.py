@@ -51,6 +51,59 @@ def test_times_from_request_with_fake_clock(clock: FakeClock) -> None:
     assert r.events == 4 and r.deltas == 2
 
 
+def test_frame_stamp_ends_the_wait_and_the_pre_pull_gap_is_the_callers(clock: FakeClock) -> None:
+    """The adapter's tap stamps each frame's decoding (``t_frame``): the wait ends there, the SDK's work from then
+    to the caller is neither wait nor consumer time; the gap from the stream being handed over to its first pull is
+    consumer time. TTFE/TTFD stay what the caller experienced."""
+    t = tracker(names.RESPONSES, clock)
+    t_req = clock()
+    clock.advance(4 * MS)
+    t.t_handed = clock()  # headers: the stream reaches the caller
+    clock.advance(1000 * MS)  # the caller sets up for a second
+    t.first_pull(clock())
+    clock.advance(3 * MS)
+    t.t_frame = clock()  # decoded after a 3 ms wait...
+    clock.advance(700 * MS)  # ...and the SDK builds its models for 0.7 s
+    t.event(resp("response.created", 0))
+    clock.advance(2 * MS)  # the caller, 2 ms
+    t.t_pull = clock()
+    clock.advance(5 * MS)
+    t.t_frame = clock()
+    clock.advance(1 * MS)
+    t.event({**DELTA, "sequence_number": 1})  # the flat path
+    clock.advance(1 * MS)
+    t.t_pull = clock()
+    clock.advance(2 * MS)
+    t.t_frame = clock()
+    clock.advance(1 * MS)
+    t.event(resp("response.completed", 2, response={"id": "resp_1"}))
+    r = t.end("eof")
+    assert r is not None
+    assert r.wait_ns == (3 + 5 + 2) * MS and r.max_wait_ns == 5 * MS
+    assert r.consumer_ns == (1000 + 2 + 1) * MS
+    assert r.time_to_first_event_ns == (4 + 1000 + 3 + 700) * MS
+    assert r.time_to_first_delta_ns == r.time_to_first_event_ns + (2 + 5 + 1) * MS
+    assert r.t_request_ns == t_req
+    assert t.sdk_ns == (700 + 1 + 1) * MS
+
+
+def test_an_event_without_a_frame_stamp_ends_its_wait_when_it_arrives(clock: FakeClock) -> None:
+    """A stamp is used once: an item the tap did not see (WebSocket, offline, a second item from one frame) is timed
+    when it arrives, never against an older frame."""
+    t = tracker(names.RESPONSES, clock)
+    t.first_pull(clock())
+    clock.advance(2 * MS)
+    t.t_frame = clock()
+    t.event(resp("response.created", 0))
+    t.t_pull = clock()
+    clock.advance(9 * MS)
+    t.event({**DELTA, "sequence_number": 1})
+    r = t.end("eof")
+    assert r is not None
+    assert r.wait_ns == (2 + 9) * MS and t.sdk_ns == 0
+    assert r.consumer_ns == 0  # never handed over (offline): no pre-pull gap
+
+
 def test_wait_in_progress_at_end_counts(clock: FakeClock) -> None:
     t = tracker(names.RESPONSES, clock)
     t.t_pull = clock()

@@ -1,10 +1,10 @@
-"""Equivalence (hypothesis over scripted streams): with otelstream on — either way it observes a stream: its copy of
-the SDK's ``__stream__`` in the SDK's place, or the SDK's generator wrapped — the caller receives the same items in
-the same order and the same exception (type and message) as with it off — random event sequences drawn from each
-surface's real frames plus keepalive comments, `event: ping`, in-band errors, `[DONE]`, unknown and undecodable
-events; random chunking; clean EOF, a dropped connection or a read timeout at the end; a consumer that reads all or
-breaks early and closes. Then the same with an exception injected into every otelstream hook (tracker.event,
-tracker.end, tracker.keepalive, tracker.done_sentinel, every listener method): it never reaches the caller."""
+"""Equivalence (hypothesis over scripted streams): with otelstream on (the SDK's own generators, observed from
+outside) the caller receives the same items in the same order and the same exception (type and message) as with it
+off — random event sequences drawn from each surface's real frames plus keepalive comments, `event: ping`, in-band
+errors, `[DONE]`, unknown and undecodable events; random chunking; clean EOF, a dropped connection or a read
+timeout at the end; a consumer that reads all or breaks early and closes. Then the same with an exception injected
+into every otelstream hook (tracker.event, tracker.end, tracker.keepalive, tracker.done_sentinel, every listener
+method): it never reaches the caller."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from otelstream import _guard, adapters, names
 from otelstream.core.tracker import StreamTracker
 from tests.adapters import bodies
-from tests.adapters.conftest import wrap_only
 from tests.adapters.recording import RecordingListener
 
 MSGS: Any = [{"role": "user", "content": "x"}]
@@ -185,15 +184,11 @@ SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 
 
-@pytest.mark.parametrize("mode", ["copy", "wrapped"])  # our copy of the SDK's __stream__, or the SDK's wrapped
 @SETTINGS
 @given(case=cases())
-def test_caller_sees_the_same_with_otelstream_on(mode: str, case: Case) -> None:
+def test_caller_sees_the_same_with_otelstream_on(case: Case) -> None:
     listener = RecordingListener()
-    with pytest.MonkeyPatch.context() as mp:
-        if mode == "wrapped":
-            wrap_only(mp)
-        off, on = on_off(case, listener)
+    off, on = on_off(case, listener)
     assert on == off
     assert len(listener.reports) == 1  # exactly one report, whatever the end (a close ends it at once)
     r = listener.reports[0]
@@ -218,15 +213,12 @@ class FailAfterStart(RecordingListener):
 
 
 @pytest.mark.allow_internal_errors
-@pytest.mark.parametrize("mode", ["copy", "wrapped"])
 @pytest.mark.parametrize("broken", ["tracker", "listener_start", "listener_rest"])
 @settings(SETTINGS, max_examples=60)
 @given(case=cases())
-def test_failing_hooks_never_reach_the_caller(broken: str, mode: str, case: Case) -> None:
+def test_failing_hooks_never_reach_the_caller(broken: str, case: Case) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OTELSTREAM_RAISE_INTERNAL_ERRORS", "0")
-        if mode == "wrapped":
-            wrap_only(mp)
         adapters.uninstall()
         off = consume(case)
         listener = RecordingListener()
