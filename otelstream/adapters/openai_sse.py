@@ -338,8 +338,8 @@ _SEND = (
     names.MEASURE_RETRIES,
 )
 _LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
-# (without the tap a wait also ends when the item arrives, not when its frame was decoded: the SDK's own work on the
-# event is then counted as wait, as in releases before the tap stamped frames; no measure is lost)
+# (without the tap a wait ends when the item arrives, not when its frame was decoded: the SDK's own work on the event
+# then counts as wait)
 _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
 

@@ -10,7 +10,6 @@ import pytest
 from otelstream import adapters
 from otelstream.demo.provider import FakeProvider, serve
 from otelstream.demo.streams import Pacing
-from tests.adapters.conftest import observe_mode  # noqa: F401 (a fixture: both ways of observing a stream)
 from tests.adapters.recording import RecordingListener
 from tests.integration.scripted import ScriptedServer
 

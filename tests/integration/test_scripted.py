@@ -283,7 +283,7 @@ def test_close_from_a_signal_handler_while_a_pull_waits(rec: RecordingListener, 
     assert (r.outcome, r.abandoned_reason, r.events) == (names.ABANDONED, names.ABANDON_CLOSE, 2)
 
 
-# --- what compatible servers send on chat (issue 17): live, both ways of observing, and the same as `check` ---------
+# --- what compatible servers send on chat (issue 17): live, and the same as `check` ---------------------------------
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
 CHAT_SHAPES = ["chat-thinking-parts.sse", "chat-no-finish-done.sse", "chat-no-finish-no-done.sse",
                "chat-cache-write-details.sse", "chat-cache-write-top-level.sse"]  # fmt: skip
@@ -294,8 +294,8 @@ def _frames(name: str) -> list[bytes]:
 
 
 @pytest.mark.parametrize("name", CHAT_SHAPES)
-def test_chat_shapes_live_match_check(rec: RecordingListener, scripted: ScriptedServer, observe_mode: str,
-                                      name: str, is_async: bool) -> None:  # fmt: skip
+def test_chat_shapes_live_match_check(rec: RecordingListener, scripted: ScriptedServer, name: str,
+                                      is_async: bool) -> None:  # fmt: skip
     seen = play(scripted, names.CHAT_COMPLETIONS, _frames(name), is_async)
     assert seen.exc is None
     r = rec.one()
@@ -306,7 +306,7 @@ def test_chat_shapes_live_match_check(rec: RecordingListener, scripted: Scripted
 
 
 def test_thinking_parts_live_ttfd_is_the_first_thinking_part(rec: RecordingListener, scripted: ScriptedServer,
-                                                             observe_mode: str, is_async: bool) -> None:  # fmt: skip
+                                                             is_async: bool) -> None:  # fmt: skip
     """The answer comes after a pause; the first delta, the first thinking part, came before it."""
     frames = _frames("chat-thinking-parts.sse")
     seen = play(scripted, names.CHAT_COMPLETIONS, [*frames[:4], Pause(0.3), *frames[4:]], is_async)
@@ -316,7 +316,7 @@ def test_thinking_parts_live_ttfd_is_the_first_thinking_part(rec: RecordingListe
     assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns < 300_000_000 <= r.duration_s * 1e9
 
 
-def test_done_without_finish_reason_live(rec: RecordingListener, scripted: ScriptedServer, observe_mode: str,
+def test_done_without_finish_reason_live(rec: RecordingListener, scripted: ScriptedServer,
                                          is_async: bool) -> None:  # fmt: skip
     """The same body with and without [DONE]: completed (missing_finish_reason) vs cut, and a cut has no error
     type but the class cut."""
