@@ -4,10 +4,13 @@ generator layer (the two other per-event costs of an adapter).
     python bench/tools/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
     python bench/tools/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
     python bench/tools/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
+    python bench/tools/hotpath.py --adapter  # callgrind: marginal Ir per event of the whole observation, per surface
+                                             # and mode (real SDK streams over MockTransport, a listener that exports
+                                             # nothing): the tap, the generator around __stream__, tracker.event
 
 One delta event per surface, fed to one tracker in a loop (Responses with increasing ``sequence_number``): as decoded
-JSON (what the adapters' copies of the SDKs' ``__stream__`` pass) and as the SDK's model object built through the SDK's
-``construct_type`` (``/model``: what the WebSocket path and wrapped SDK releases pass).
+JSON (what offline replay passes) and as the SDK's model object built through the SDK's ``construct_type``
+(``/model``: what the SSE and WebSocket adapters pass).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if ROOT not in sys.path:
     sys.path.append(ROOT)
 
+from bench import canned  # noqa: E402
+
 N = 20_000
 SURFACES = ("chat_completions", "responses", "messages")
-# decoded JSON (what the adapters' copies of the SDKs' __stream__ pass) and the SDK's model (WebSocket, wrapped SDKs)
+# decoded JSON (offline replay) and the SDK's model (what the SSE and WebSocket adapters pass)
 WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), "clock", "generator_layer")
 
 
@@ -128,6 +133,89 @@ def child(what: str) -> None:
     os.getppid()
 
 
+# --adapter: what the adapters add per event on the one observation path (the SDK's own generators, our tap on
+# _iter_events and our generator around __stream__, tracker.event): no export, which is per stream
+ADAPTER_CELLS = ("responses", "chat", "messages")
+_SHORT, _LONG, _STREAMS = 10, 110, 2
+
+
+class _NullListener:
+    def stream_started(self, start, tracker, parent=None):
+        return None
+
+    def activate(self, handle):
+        return None
+
+    def deactivate(self, token):
+        pass
+
+    def stream_finished(self, report, handle):
+        pass
+
+
+def adapter_child(surface: str, mode: str) -> None:
+    import asyncio
+
+    from bench import canned, configs, worker
+    from otelstream import adapters
+
+    setup = configs.Setup("baseline", anthropic_kwargs={"open_telemetry": False})
+    try:
+        worker.make_client(surface, mode, setup, lambda r: [])
+    except TypeError:  # an anthropic release without the open_telemetry option
+        setup = configs.Setup("baseline")
+    bodies = {n: canned.frames(surface, n) for n in (_SHORT, _LONG)}
+    client = worker.make_client(surface, mode, setup, lambda r: bodies[int(r.headers["x-deltas"])])
+    loop = asyncio.new_event_loop() if mode == "async" else None
+
+    def run(n: int) -> None:
+        for _ in range(_STREAMS):
+            s = worker.open_stream(client, surface, {"x-deltas": str(n)})
+            if loop is None:
+                for _ in s:
+                    pass
+            else:
+                async def drain(s=s):
+                    async for _ in await s:
+                        pass
+
+                loop.run_until_complete(drain())
+
+    for on in (False, True):
+        if on:
+            adapters.install(_NullListener())
+        run(_SHORT)
+        run(_LONG)
+        os.getppid()  # dump: warm-up
+        run(_SHORT)
+        os.getppid()  # dump: short streams
+        run(_LONG)
+        os.getppid()  # dump: long streams
+
+
+def adapter() -> None:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    for surface in ADAPTER_CELLS:
+        for mode in ("sync", "async"):
+            d = tempfile.mkdtemp()
+            try:
+                subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid",
+                                f"--callgrind-out-file={d}/cg.%p", sys.executable, __file__, "--adapter-child",
+                                surface, mode], env=env, capture_output=True, check=True)  # fmt: skip
+
+                def tot(k: int) -> int:
+                    with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
+                        return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
+
+                events = (canned.expected_events(surface, _LONG) - canned.expected_events(surface, _SHORT)) * _STREAMS
+                off = tot(3) - tot(2)
+                on = tot(6) - tot(5)
+                print(f"{surface} {mode}: {(on - off) / events:,.0f} Ir per event added "
+                      f"(SDK alone {off / events:,.0f})")
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+
+
 def opcodes() -> None:
     for what in WHAT[:-2]:
         body, _ = loops(what, 1000)
@@ -183,6 +271,12 @@ def nanos() -> None:
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(sys.argv[2])
+        return
+    if len(sys.argv) > 3 and sys.argv[1] == "--adapter-child":
+        adapter_child(sys.argv[2], sys.argv[3])
+        return
+    if "--adapter" in sys.argv:
+        adapter()
         return
     if "--opcodes" in sys.argv:
         opcodes()
