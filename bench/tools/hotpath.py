@@ -191,6 +191,9 @@ def adapter_child(surface: str, mode: str) -> None:
         os.getppid()  # dump: short streams
         run(_LONG)
         os.getppid()  # dump: long streams
+    if loop is not None:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def adapter() -> None:
