@@ -7,6 +7,11 @@
     otelstream.flush(timeout=5.0)
     otelstream.start_metrics_server(port=9464)
     otelstream.uninstrument()
+
+    with otelstream.attributes(**{"app.feature": "summarize", "tenant.id": "acme"}):
+        stream = client.chat.completions.create(..., stream=True)   # carries them (spans; named metric labels)
+    otelstream.report_of(stream)      # its StreamReport once it has ended, else None
+    otelstream.instrument(on_report=callback)   # callback(report) once per finished stream
 """
 
 from __future__ import annotations
@@ -24,9 +29,15 @@ _LAZY = {
     "flush": "otelstream.instrumentation",
     "start_metrics_server": "otelstream.instrumentation",
     "OtelStreamInstrumentor": "otelstream.instrumentation",
+    "report_of": "otelstream.instrumentation",
+    "attributes": "otelstream.attribution",
+    "StreamReport": "otelstream.core.report",
 }
 
-__all__ = ["OtelStreamInstrumentor", "__version__", "flush", "instrument", "start_metrics_server", "uninstrument"]
+__all__ = [
+    "OtelStreamInstrumentor", "StreamReport", "__version__", "attributes", "flush", "instrument", "report_of",
+    "start_metrics_server", "uninstrument",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

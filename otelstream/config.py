@@ -7,15 +7,18 @@
 | ``stall_threshold_s`` | ``OTELSTREAM_STALL_THRESHOLD_S`` | ``30`` | a single wait inside the SDK longer than this is a stall |
 | ``watchdog_interval_s`` | ``OTELSTREAM_WATCHDOG_INTERVAL_S`` | ``1`` | how often the watchdog refreshes the live gauges and checks idleness |
 | ``queue_size`` | ``OTELSTREAM_QUEUE_SIZE`` | ``10000`` | finished reports waiting for export; beyond it they are dropped and counted |
-| ``model_label_cap`` | ``OTELSTREAM_MODEL_LABEL_CAP`` | ``20`` | distinct model label values per registry and per meter provider (across ``instrument()`` cycles), then ``_OTHER`` |
+| ``model_label_cap`` | ``OTELSTREAM_MODEL_LABEL_CAP`` | ``20`` | distinct values per registry and per meter provider (across ``instrument()`` cycles) of each open-ended label (request and response model, server address, each metric attribute), then ``_OTHER`` |
 | ``model_allowlist`` | ``OTELSTREAM_MODEL_ALLOWLIST`` | (empty) | comma-separated models always kept as label values, outside the cap |
-| ``model_label_max_length`` | ``OTELSTREAM_MODEL_LABEL_MAX_LENGTH`` | ``64`` | longer model names are truncated |
+| ``model_label_max_length`` | ``OTELSTREAM_MODEL_LABEL_MAX_LENGTH`` | ``64`` | longer values of those labels are truncated |
 | ``prometheus_port`` | ``OTELSTREAM_PROMETHEUS_PORT`` | (unset) | ``otelstream.auto`` serves ``/metrics`` on this port |
 | ``prometheus_addr`` | ``OTELSTREAM_PROMETHEUS_ADDR`` | ``127.0.0.1`` | address the metrics server binds |
 | ``prometheus_metrics`` | ``OTELSTREAM_PROMETHEUS_METRICS`` | ``true`` | record the native Prometheus series |
 | ``otel_metrics`` | ``OTELSTREAM_OTEL_METRICS`` | ``false`` | also record OTel metrics (on whenever a ``meter_provider`` is passed) |
 | ``http_spans`` | ``OTELSTREAM_HTTP_SPANS`` | ``true`` | ``otelstream.auto`` turns on ``HTTPX2ClientInstrumentor`` |
 | ``span_events`` | ``OTELSTREAM_SPAN_EVENTS`` | ``true`` | first-delta, anomaly and stall span events (at most 16 per span) |
+| ``baggage_attributes`` | ``OTELSTREAM_BAGGAGE_ATTRIBUTES`` | (empty) | comma-separated OTel baggage keys copied onto each stream as application attributes |
+| ``metric_attributes`` | ``OTELSTREAM_METRIC_ATTRIBUTES`` | (empty) | comma-separated application attribute keys that become metric labels (``.`` → ``_``), each capped like the model label |
+| ``on_report`` | (argument only) | (none) | ``callback(report)`` once per finished stream, on its own thread, with the ``otelstream.StreamReport`` |
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -53,7 +56,13 @@ class Settings:
     otel_metrics: bool = False
     http_spans: bool = True
     span_events: bool = True
+    baggage_attributes: tuple[str, ...] = ()
+    metric_attributes: tuple[str, ...] = ()
+    on_report: Callable[[Any], object] | None = None
 
+
+# settings that only an argument can give (a callable has no environment form)
+_ARGUMENT_ONLY = frozenset({"on_report"})
 
 def _valid_seconds(name: str, value: float) -> bool:
     """Durations are finite and not negative (every one becomes integer nanoseconds or a timer); the watchdog's
@@ -104,11 +113,18 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         default = getattr(defaults, name)
         if name in overrides and overrides[name] is not None:
             value = overrides[name]
+            if name in _ARGUMENT_ONLY:
+                if not callable(value):
+                    raise TypeError(f"otelstream setting {name}={value!r}: a callable is needed")
+                values[name] = value
+                continue
             if isinstance(default, tuple) and isinstance(value, str):
                 value = _parse(name, default, value)
             elif isinstance(default, float) and (not isinstance(value, (int, float)) or not _valid_seconds(name, value)):
                 raise ValueError(f"otelstream setting {name}={value!r}: a finite number of seconds is needed")
             values[name] = tuple(value) if isinstance(default, tuple) else value
+            continue
+        if name in _ARGUMENT_ONLY:
             continue
         raw = env.get(ENV_PREFIX + name.upper())
         if raw is not None and raw.strip() != "":

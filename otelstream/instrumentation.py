@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -21,7 +22,8 @@ from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from otelstream import config
+from otelstream import _guard, config
+from otelstream.core.report import StreamReport
 
 logger = logging.getLogger("otelstream")
 
@@ -59,7 +61,9 @@ def instrument(
         pipeline = build_pipeline(
             cfg, tracer_provider=tracer_provider, meter_provider=meter_provider, registry=registry
         )
-        adapters.install(pipeline, stall_threshold_s=cfg.stall_threshold_s)
+        adapters.install(
+            pipeline, stall_threshold_s=cfg.stall_threshold_s, baggage_attributes=cfg.baggage_attributes
+        )
         _pipeline = pipeline
 
 
@@ -113,6 +117,20 @@ def start_metrics_server(port: int = 9464, addr: str = "127.0.0.1", **tls: Any) 
     if pipeline is None:  # disabled
         return None
     return pipeline.start_metrics_server(port, addr, **tls)
+
+
+def report_of(stream: object) -> StreamReport | None:
+    """The ``StreamReport`` of an SDK stream object (what ``create(stream=True)`` or a ``.stream()`` helper gave the
+    caller) once its stream has ended — completed, cut, abandoned, failed —, else None (still open, not a stream
+    otelstream observed, or a WebSocket connection: its responses have no object of their own). O(1): the report is
+    kept on the stream's own bookkeeping, which lives exactly as long as the stream object."""
+    common = sys.modules.get("otelstream.adapters._common")
+    if common is None:  # no adapter was ever loaded: no stream was observed
+        return None
+    report: StreamReport | None = None
+    with _guard.guard("report_of"):
+        report = common.report_of(stream)
+    return report
 
 
 class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -192,5 +210,5 @@ def _warn_no_tracer_provider() -> None:
     )
 
 
-__all__ = ["OtelStreamInstrumentor", "flush", "instrument", "start_metrics_server", "uninstrument"]
+__all__ = ["OtelStreamInstrumentor", "flush", "instrument", "report_of", "start_metrics_server", "uninstrument"]
 

@@ -222,6 +222,14 @@ ATTR_OPENAI_API_TYPE: Final = "openai.api.type"
 ATTR_SERVER_ADDRESS: Final = "server.address"
 ATTR_SERVER_PORT: Final = "server.port"
 ATTR_ERROR_TYPE: Final = "error.type"
+# the request parameters as the call passed them (choice.count only when it is not 1)
+ATTR_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+ATTR_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+ATTR_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+ATTR_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+# what an OpenAI server sent about the response, when it sent it
+ATTR_OPENAI_SERVICE_TIER: Final = "openai.response.service_tier"
+ATTR_OPENAI_SYSTEM_FINGERPRINT: Final = "openai.response.system_fingerprint"
 # otelstream attributes
 ATTR_SURFACE: Final = "otelstream.surface"
 ATTR_ERROR_CLASS: Final = "otelstream.error_class"
@@ -232,6 +240,8 @@ ATTR_RETRIES: Final = "otelstream.retries"
 ATTR_REQUEST_ID: Final = "otelstream.request_id"
 ATTR_STREAM_ID: Final = "otelstream.stream_id"
 ATTR_TIME_TO_FIRST_EVENT: Final = "otelstream.time_to_first_event"
+# TTFD on every stream span, the INTERNAL child included (where gen_ai.response.time_to_first_chunk is the SDK's)
+ATTR_TIME_TO_FIRST_DELTA: Final = "otelstream.time_to_first_delta"
 ATTR_MAX_WAIT: Final = "otelstream.max_wait"
 ATTR_CONSUMER_TIME: Final = "otelstream.consumer_time"
 ATTR_EVENTS: Final = "otelstream.events"
@@ -276,17 +286,26 @@ PROM_REPORTS_DROPPED: Final = "otelstream_reports_dropped"  # ..._total
 LABEL_PROVIDER: Final = "gen_ai_provider_name"
 LABEL_OPERATION: Final = "gen_ai_operation_name"
 LABEL_MODEL: Final = "gen_ai_request_model"
+LABEL_SERVER_ADDRESS: Final = "server_address"
+LABEL_SERVER_PORT: Final = "server_port"
+LABEL_RESPONSE_MODEL: Final = "gen_ai_response_model"  # known at the end: empty on the live gauges and on drops
 LABEL_TOKEN_TYPE: Final = "gen_ai_token_type"
 LABEL_SURFACE: Final = "surface"
 LABEL_OUTCOME: Final = "outcome"
 LABEL_KIND: Final = "kind"
 LABEL_ERROR_TYPE: Final = "error_type"
-COMMON_LABELS: Final = (LABEL_PROVIDER, LABEL_OPERATION, LABEL_MODEL)
+# Every series carries these, then one label per application attribute named in ``metric_attributes``.
+COMMON_LABELS: Final = (
+    LABEL_PROVIDER, LABEL_OPERATION, LABEL_MODEL, LABEL_SERVER_ADDRESS, LABEL_SERVER_PORT, LABEL_RESPONSE_MODEL,
+)  # fmt: skip
 # OTel attribute keys for the same labels
 OTEL_ATTR_BY_LABEL: Final = {
     LABEL_PROVIDER: ATTR_PROVIDER_NAME,
     LABEL_OPERATION: ATTR_OPERATION_NAME,
     LABEL_MODEL: ATTR_REQUEST_MODEL,
+    LABEL_SERVER_ADDRESS: ATTR_SERVER_ADDRESS,
+    LABEL_SERVER_PORT: ATTR_SERVER_PORT,
+    LABEL_RESPONSE_MODEL: ATTR_RESPONSE_MODEL,
     LABEL_TOKEN_TYPE: "gen_ai.token.type",
     LABEL_SURFACE: LABEL_SURFACE,
     LABEL_OUTCOME: LABEL_OUTCOME,
@@ -295,7 +314,7 @@ OTEL_ATTR_BY_LABEL: Final = {
 }
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
-MODEL_OTHER: Final = "_OTHER"  # model label value once the per-process cap is reached
+MODEL_OTHER: Final = "_OTHER"  # a capped label's value once its cap is reached (models, servers, app attributes)
 MODEL_UNKNOWN: Final = "unknown"  # model label value when the request named none
 
 # --- histogram buckets (semantic-convention advisories) ----------------------------------------------

@@ -19,12 +19,17 @@ def _all_patches() -> list[Patch]:
     return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *_common.PATCHES]
 
 
-def install(listener: StreamListener, *, stall_threshold_s: float = 30.0) -> None:
-    """Route every observed stream to ``listener`` and apply the patches (now, or when each SDK is imported)."""
+def install(
+    listener: StreamListener, *, stall_threshold_s: float = 30.0, baggage_attributes: tuple[str, ...] = ()
+) -> None:
+    """Route every observed stream to ``listener`` and apply the patches (now, or when each SDK is imported).
+    ``baggage_attributes``: the OTel baggage keys each stream copies as application attributes."""
     from otelstream.adapters._common import RUNTIME
+    from otelstream.attribution import valid_keys
 
     RUNTIME.listener = listener
     RUNTIME.stall_threshold_ns = int(stall_threshold_s * 1e9)
+    RUNTIME.baggage_keys = valid_keys(baggage_attributes, "baggage_attributes")
     PATCHER.install(_all_patches())
 
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextvars
+import dataclasses
 import logging
+import math
 import os
 import sys
 import threading
@@ -42,11 +44,11 @@ from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
-from otelstream import _guard, _process, names
+from otelstream import _guard, _process, attribution, names
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch, Wrapper
 from otelstream.core.listener import StreamListener
-from otelstream.core.report import StreamStart
+from otelstream.core.report import Attributes, StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
 
 logger = logging.getLogger("otelstream")
@@ -59,12 +61,13 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 class Runtime:
     """Process-wide adapter configuration, set by ``instrument()`` (a listener of None means "off")."""
 
-    __slots__ = ("clock", "listener", "lock", "stall_threshold_ns", "starting")
+    __slots__ = ("baggage_keys", "clock", "listener", "lock", "stall_threshold_ns", "starting")
 
     def __init__(self) -> None:
         self.listener: StreamListener | None = None
         self.clock: Callable[[], int] = time.monotonic_ns
         self.stall_threshold_ns = 30_000_000_000
+        self.baggage_keys: tuple[str, ...] = ()  # OTel baggage entries copied as application attributes
         # Streams between "took the listener" and "the listener registered them" (once per stream, never per
         # event): uninstall() waits for these, so a pipeline it retires has seen every stream started on it.
         self.lock = threading.Lock()
@@ -147,10 +150,13 @@ def begin_call(
     scopes: tuple[str, ...],
     parent: object | None = None,
     listener: StreamListener | None = None,
+    attributes: Attributes | None = None,
     **tracker_kwargs: Any,
 ) -> Call | None:
     """Create the tracker and start the span (caller's thread). None when instrumentation is off, or when a patch
-    point these streams need (``scopes``) is missing from the SDK (``names.MEASURE_STREAM``): not observed at all."""
+    point these streams need (``scopes``) is missing from the SDK (``names.MEASURE_STREAM``): not observed at all.
+    The application's attributes current here (``otelstream.attributes()``, the baggage keys named) are the
+    stream's, unless ``attributes`` names them."""
     unobserved = _patch.NOTHING_UNOBSERVED
     for scope in scopes:  # one or two dict lookups per stream (the sets were computed at the SDK's import)
         found = _patch.PATCHER.unobserved(scope)
@@ -167,6 +173,9 @@ def begin_call(
             return None
     assert listener is not None
     try:
+        attrs = attribution.capture(RUNTIME.baggage_keys) if attributes is None else attributes
+        if attrs:  # only then a second StreamStart: most streams carry none
+            start = dataclasses.replace(start, attributes=attrs)
         tracker = StreamTracker(
             start, clock=RUNTIME.clock, stall_threshold_ns=RUNTIME.stall_threshold_ns, **tracker_kwargs
         )
@@ -585,6 +594,43 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
         if response is not None and call.tracker.request_id is None:
             call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
         finish(call, "http_error", error_type, exc)
+
+
+def request_params(body: object) -> dict[str, Any]:
+    """The request parameters a span records (DESIGN §4), as the call passed them: StreamStart keyword arguments.
+    Once per stream, from the request body (``max_output_tokens`` on Responses, ``max_completion_tokens`` or
+    ``max_tokens`` on chat, ``max_tokens`` on completions and Anthropic Messages)."""
+    if not isinstance(body, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("max_output_tokens", "max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if type(value) is int:
+            out["request_max_tokens"] = value
+            break
+    for key, field in (("temperature", "request_temperature"), ("top_p", "request_top_p")):
+        number = body.get(key)
+        if (type(number) is float or type(number) is int) and math.isfinite(number):
+            out[field] = float(number)
+    n = body.get("n")
+    if type(n) is int:
+        out["request_choice_count"] = n
+    return out
+
+
+def report_of(obj: object) -> StreamReport | None:
+    """``otelstream.report_of``: the report of the stream behind an SDK stream object (a ``Stream``, or a helper's
+    stream that wraps one: ``ResponseStream``, ``ChatCompletionStream``, ``MessageStream``) once it has ended."""
+    call = call_on(obj)
+    if call is None:
+        try:
+            call = call_on(getattr(obj, "_raw_stream", None))
+        except Exception:  # a stand-in whose __getattr__ raises something else
+            return None
+    if call is None:
+        return None
+    report: StreamReport | None = call.tracker.report
+    return report
 
 
 def server_of(base_url: Any) -> tuple[str | None, int | None]:

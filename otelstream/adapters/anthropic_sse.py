@@ -57,6 +57,7 @@ def _start(client: Any, options: Any) -> StreamStart | None:
         server_address=host,
         server_port=port,
         t_request_ns=c.RUNTIME.clock(),
+        **c.request_params(body),
     )
 
 

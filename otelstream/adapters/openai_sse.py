@@ -92,6 +92,7 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
         api_type=_API_TYPE[surface],
         t_request_ns=c.RUNTIME.clock(),
         resumed=retrieve,
+        **c.request_params(body),
     )
     return start, kwargs
 

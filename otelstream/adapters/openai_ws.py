@@ -40,11 +40,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from otelstream import _guard, names
+from otelstream import _guard, attribution, names
 from otelstream.adapters import _common as c
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import Patch, Wrapper
-from otelstream.core.report import StreamStart
+from otelstream.core.report import Attributes, StreamStart
 
 _CONNECTION_CLASSES = frozenset({"ResponsesConnection", "AsyncResponsesConnection"})
 _NOT_A_START = ("response.steer.accepted", "response.steer.pending", "response.steer.failed")
@@ -175,8 +175,12 @@ def _provider(ws: _Ws) -> str:
     return names.PROVIDER_AZURE if host is not None and host.endswith(".azure.com") else names.PROVIDER_OPENAI
 
 
-def _created(ws: _Ws, stream_id: str | None, model: object) -> c.Call | None:
-    """A ``response.create`` is being sent: start its span and queue it on its lane."""
+def _created(
+    ws: _Ws, stream_id: str | None, params: dict[str, Any], attributes: Attributes | None = None
+) -> c.Call | None:
+    """A ``response.create`` is being sent (``params``: its fields): start its span and queue it on its lane. The
+    application attributes current at the send are the response's (``begin_call`` captures them, unless given)."""
+    model = params.get("model")
     listener = ws.listener
     start = StreamStart(
         surface=names.RESPONSES_WEBSOCKET,
@@ -187,8 +191,9 @@ def _created(ws: _Ws, stream_id: str | None, model: object) -> c.Call | None:
         api_type="responses",
         t_request_ns=c.RUNTIME.clock(),
         stream_id=stream_id,
+        **c.request_params(params),
     )
-    call = c.begin_call(start, scopes=_WS, parent=ws.handle, listener=listener)
+    call = c.begin_call(start, scopes=_WS, parent=ws.handle, listener=listener, attributes=attributes)
     if call is not None:
         ws.lane(stream_id).pending.append(call)
     return call
@@ -230,8 +235,8 @@ def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any
         if ws is not None:
             sid = payload.get("stream_id")
             response = payload.get("response")  # older shape nested the params under "response"
-            model = payload.get("model") or (response.get("model") if isinstance(response, dict) else None)
-            call = _created(ws, sid if isinstance(sid, str) else None, model)
+            params = response if isinstance(response, dict) and not payload.get("model") else payload
+            call = _created(ws, sid if isinstance(sid, str) else None, params)
             if call is not None and instance.__dict__.get("_is_reconnecting"):
                 ws.queued.append(call)  # sent when the reconnect completes (_after_reconnect)
             return ws, call
@@ -252,7 +257,7 @@ def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, An
             return None, None
         ws = _ws_of(instance._session.connection)
         if ws is not None:
-            return ws, _created(ws, instance._state.stream_id, fields.get("model"))
+            return ws, _created(ws, instance._state.stream_id, fields)
     return None, None
 
 
@@ -294,7 +299,9 @@ def _manager_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
         if fields is not None:
             sid = fields.get("stream_id")
             queued = instance.__dict__.setdefault(_QUEUED, [])
-            queued.append((sid if isinstance(sid, str) else None, fields.get("model")))
+            # the attributes current at this send, not at the later __enter__ that writes it
+            attrs = attribution.capture(c.RUNTIME.baggage_keys)
+            queued.append((sid if isinstance(sid, str) else None, dict(fields), attrs))
     return result
 
 
@@ -304,8 +311,8 @@ def _entered(manager: Any, connection: Any) -> None:
         queued = manager.__dict__.pop(_QUEUED, None)
         ws = _ws_of(connection) if queued else None
         if ws is not None:
-            for sid, model in queued:
-                _created(ws, sid, model)
+            for sid, params, attrs in queued:
+                _created(ws, sid, params, attrs)
 
 
 def _manager_enter(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -352,7 +359,7 @@ def _observe(conn: Any, event: Any) -> None:
             call = lane.pending.popleft()
         elif typ == "response.created":
             # a server-chained successor (after steering or completion): timed from the previous end
-            call = _created(ws, sid, None)
+            call = _created(ws, sid, {})
             lane = ws.lanes.get(sid)
             if call is None or lane is None or call not in lane.pending:
                 return

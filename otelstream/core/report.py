@@ -6,12 +6,23 @@ exposed in seconds. Pure module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from otelstream import names
 
 _T = TypeVar("_T")
+
+AttributeValue = str | int | float | bool
+# the application's attributes of one stream (``otelstream.attributes()``, baggage): validated, never mutated
+Attributes = Mapping[str, AttributeValue]
+NO_ATTRIBUTES: Attributes = MappingProxyType({})
+
+
+def _no_attributes() -> Attributes:
+    return NO_ATTRIBUTES  # shared and read-only: no dict per stream
 
 
 def assemble(cls: type[_T], values: dict[str, Any]) -> _T:
@@ -39,6 +50,13 @@ class StreamStart:
     t_request_ns: int = 0
     resumed: bool = False
     stream_id: str | None = None
+    # the request parameters as the call passed them (None: not passed)
+    request_max_tokens: int | None = None
+    request_temperature: float | None = None
+    request_top_p: float | None = None
+    request_choice_count: int | None = None
+    # captured when the request is sent; a mapping, so left out of the hash
+    attributes: Attributes = field(default_factory=_no_attributes, hash=False)
 
     @property
     def operation(self) -> str:
@@ -119,7 +137,8 @@ class Stall:
 
 @dataclass(frozen=True)
 class StreamReport:
-    """Everything measured about one stream, produced exactly once when it ends."""
+    """Everything measured about one stream, produced exactly once when it ends (public as
+    ``otelstream.StreamReport``; docs/api.md lists every field and its unit)."""
 
     surface: str
     provider: str
@@ -132,6 +151,10 @@ class StreamReport:
     server_address: str | None = None
     server_port: int | None = None
     api_type: str | None = None
+    service_tier: str | None = None  # OpenAI: the tier that served the response, as the server sent it
+    system_fingerprint: str | None = None  # OpenAI chat/completions, as the server sent it
+    # the application's (otelstream.attributes(), baggage), captured when the request was sent
+    attributes: Attributes = field(default_factory=_no_attributes, hash=False)  # a mapping: not in the hash
     abandoned_reason: str | None = None
     error_type: str | None = None  # the provider's code or type as sent, or the HTTP status of an http_error
     error_class: str | None = None  # one of names.ERROR_CLASSES for a bad outcome, else None

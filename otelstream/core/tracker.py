@@ -150,6 +150,7 @@ class StreamTracker:
         "max_wait_ns",
         "others",
         "rank",
+        "report",
         "request_id",
         "response_id",
         "response_model",
@@ -165,11 +166,13 @@ class StreamTracker:
         "seq_out_of_order",
         "seq_skipped",
         "seq_window",
+        "service_tier",
         "stall_count",
         "stall_ns",
         "start",
         "starting_after",
         "surface",
+        "system_fingerprint",
         "t_first_delta",
         "t_first_event",
         "t_frame",
@@ -265,6 +268,9 @@ class StreamTracker:
         self.usage_reasoning: int | None = None
         self.response_id: str | None = None
         self.response_model: str | None = None
+        self.service_tier: str | None = None
+        self.system_fingerprint: str | None = None
+        self.report: StreamReport | None = None  # the one report, once ended (otelstream.report_of reads it)
         self.request_id = request_id
         self.retries = retries
         self.starting_after = starting_after
@@ -702,7 +708,8 @@ class StreamTracker:
         self._final_anomalies(outcome)
         t_end = self.t_terminal if self.terminal and self.t_terminal else now
         klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc)
-        return self._report(outcome, abandoned_reason, t_end, klass)
+        report = self.report = self._report(outcome, abandoned_reason, t_end, klass)
+        return report
 
     def _final_anomalies(self, outcome: str) -> None:
         surface = self.surface
@@ -792,6 +799,9 @@ class StreamTracker:
                 "server_address": start.server_address,
                 "server_port": start.server_port,
                 "api_type": start.api_type,
+                "service_tier": self.service_tier,
+                "system_fingerprint": self.system_fingerprint,
+                "attributes": start.attributes,
                 "abandoned_reason": abandoned_reason,
                 "error_type": self.error_type,  # the provider's, as sent: never an outcome name (DESIGN §2)
                 "error_class": error_class,

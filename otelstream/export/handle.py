@@ -41,7 +41,7 @@ class StreamHandle:
         span: Span,
         start: StreamStart,
         tracker: Any,
-        labels: tuple[str, str, str, str],
+        labels: tuple[str, ...],
         wall_anchor_ns: int,
         mono_anchor_ns: int,
         internal: bool,
@@ -55,8 +55,8 @@ class StreamHandle:
             # A slotted tracker without __weakref__: hold it strongly. It references no SDK object, so the
             # stream's own finalizer still runs and retires it; the idle fallback covers reference cycles.
             self.tracker_ref = _Strong(tracker)
-        # (provider, operation, model label, surface): resolved once at the send so the live gauges, the counters
-        # and a drop all use the same label values even if the model cap fills up in between.
+        # (*common label values, surface), export.labels: resolved once at the send so the live gauges, the
+        # counters and a drop all use the same label values even if a cap fills up in between.
         self.labels = labels
         self.wall_anchor_ns = wall_anchor_ns
         self.mono_anchor_ns = mono_anchor_ns

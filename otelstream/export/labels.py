@@ -1,30 +1,39 @@
-"""Model label values: bounded per registry and per meter provider, so a server (or a typo loop) can never explode
-the series count.
+"""Label values that are not a closed enum: bounded per registry and per meter provider, so a server, a caller or a
+typo loop can never explode the series count.
 
-Every metric carries ``gen_ai_request_model``. Its value comes from the request (the caller's code), not from the
-server, but callers can still pass unbounded strings (fine-tune ids, deployment names with dates). The first
-``cap`` distinct values keep their name; later ones become ``_OTHER``; an allow-list pins the models that matter
-outside the cap; every value is cleaned (``core.sanitize``: valid UTF-8, no control characters) and truncated to
-``max_length``: one unencodable label would make every later scrape of the registry fail. A registry and a meter
-provider each keep one table for good (instrument() again reuses it), so the cap holds across cycles.
+Every metric carries ``gen_ai_request_model``, ``server_address`` and ``gen_ai_response_model``, and one label per
+application attribute named in ``metric_attributes``. Their values come from the caller's code (models, base URLs,
+attributes) or from the server (the response model), so each label has its own table: the first ``cap`` distinct
+values keep their name; later ones become ``_OTHER``; an allow-list pins the models that matter outside the cap;
+every value is cleaned (``core.sanitize``: valid UTF-8, no control characters) and truncated to ``max_length``: one
+unencodable label would make every later scrape of the registry fail. A registry and a meter provider each keep
+their tables for good (instrument() again reuses them), so the caps hold across cycles.
+
+The label tuple of a stream, resolved once at the send on the caller's thread (lock-free once a value is known):
+``(*COMMON_LABELS values, *attribute label values, surface)``, the response model empty until the report comes
+(``finished``, on the export thread).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from otelstream import names
+from otelstream.core.report import AttributeValue, StreamStart
 from otelstream.core.sanitize import clean_text
 
+RESPONSE_MODEL_INDEX = names.COMMON_LABELS.index(names.LABEL_RESPONSE_MODEL)
 
-class ModelLabels:
-    """Maps a request model to its label value. Lookups are lock-free; only admitting a new value locks."""
 
-    def __init__(self, cap: int = 20, allowlist: Iterable[str] = (), max_length: int = 64) -> None:
+class CappedValues:
+    """Maps one label's raw values to label values. Lookups are lock-free; only admitting a new value locks."""
+
+    def __init__(self, cap: int = 20, allowlist: Iterable[str] = (), max_length: int = 64, missing: str = "") -> None:
         self._known: dict[str, str] = {}
         self._admitted = 0
         self._lock = threading.Lock()
+        self.missing = missing  # the value when there is none
         self.configure(cap, allowlist, max_length)
 
     def configure(self, cap: int, allowlist: Iterable[str], max_length: int) -> None:
@@ -37,33 +46,108 @@ class ModelLabels:
                 if m and m not in self._known:
                     self._known[m] = clean_text(m, self._max_length)
 
-    def value(self, model: str | None) -> str:
-        if not model:
-            return names.MODEL_UNKNOWN
-        label = self._known.get(model)
+    def value(self, raw: str | None) -> str:
+        if not raw:
+            return self.missing
+        label = self._known.get(raw)
         if label is not None:
             return label
         with self._lock:
-            label = self._known.get(model)
+            label = self._known.get(raw)
             if label is not None:
                 return label
             if self._admitted >= self._cap:
-                # Not remembered: remembering every rejected name would itself be unbounded memory.
+                # Not remembered: remembering every rejected value would itself be unbounded memory.
                 return names.MODEL_OTHER
             self._admitted += 1
-            label = clean_text(model, self._max_length)
-            self._known[model] = label
+            label = clean_text(raw, self._max_length)
+            self._known[raw] = label
             return label
 
 
-class JointLabels:
+def attribute_text(value: AttributeValue) -> str:
+    """An application attribute's value as a label value (the same text on both metric paths)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+class LabelTables:
+    """One registry's or one meter provider's capped tables: request model, response model, server address, and one
+    per application attribute key."""
+
+    def __init__(self, cap: int = 20, allowlist: Iterable[str] = (), max_length: int = 64) -> None:
+        self.request_model = CappedValues(cap, allowlist, max_length, missing=names.MODEL_UNKNOWN)
+        self.response_model = CappedValues(cap, allowlist, max_length)
+        self.server_address = CappedValues(cap, (), max_length)
+        self._attributes: dict[str, CappedValues] = {}
+        self._lock = threading.Lock()
+        self._settings = (cap, tuple(allowlist), max_length)
+
+    def configure(self, cap: int, allowlist: Iterable[str], max_length: int) -> None:
+        allow = tuple(allowlist)
+        with self._lock:
+            self._settings = (cap, allow, max_length)
+            tables = list(self._attributes.values())
+        self.request_model.configure(cap, allow, max_length)
+        self.response_model.configure(cap, allow, max_length)
+        self.server_address.configure(cap, (), max_length)
+        for table in tables:
+            table.configure(cap, (), max_length)
+
+    def attribute(self, key: str) -> CappedValues:
+        table = self._attributes.get(key)
+        if table is None:
+            with self._lock:
+                table = self._attributes.get(key)
+                if table is None:
+                    cap, _, max_length = self._settings
+                    table = self._attributes[key] = CappedValues(cap, (), max_length)
+        return table
+
+    def at_start(self, start: StreamStart, attribute_keys: Sequence[str]) -> tuple[str, ...]:
+        """The stream's label tuple (``surface`` last, the response model still empty)."""
+        attrs = start.attributes
+        values = [
+            start.provider,
+            start.operation,
+            self.request_model.value(start.request_model),
+            self.server_address.value(start.server_address),
+            "" if start.server_port is None else str(start.server_port),
+            "",
+        ]
+        for key in attribute_keys:
+            raw = attrs.get(key)
+            values.append("" if raw is None else self.attribute(key).value(attribute_text(raw)))
+        values.append(start.surface)
+        return tuple(values)
+
+    def response_model_value(self, model: str | None) -> str:
+        return self.response_model.value(model)
+
+
+class JointTables:
     """The tables of a registry and a meter provider that were first used apart (different pipelines brought them):
-    a stream's labels go to both, so a model keeps its name only where every table admits it; each store's cap holds.
+    a stream's labels go to both, so a value keeps its name only where every table admits it; each store's cap holds.
     """
 
-    def __init__(self, tables: Iterable[ModelLabels]) -> None:
+    def __init__(self, tables: Iterable[LabelTables]) -> None:
         self.tables = tuple(tables)
 
-    def value(self, model: str | None) -> str:
-        first, *rest = (t.value(model) for t in self.tables)
+    def at_start(self, start: StreamStart, attribute_keys: Sequence[str]) -> tuple[str, ...]:
+        first, *rest = (t.at_start(start, attribute_keys) for t in self.tables)
+        if all(r == first for r in rest):
+            return first
+        return tuple(v if all(r[i] == v for r in rest) else names.MODEL_OTHER for i, v in enumerate(first))
+
+    def response_model_value(self, model: str | None) -> str:
+        first, *rest = (t.response_model_value(model) for t in self.tables)
         return first if all(v == first for v in rest) else names.MODEL_OTHER
+
+
+def finished(labels: tuple[str, ...], response_model: str) -> tuple[str, ...]:
+    """The common label values of a finished stream: its label tuple without ``surface``, the response model in."""
+    common = labels[:-1]
+    if not response_model:
+        return common
+    return (*common[:RESPONSE_MODEL_INDEX], response_model, *common[RESPONSE_MODEL_INDEX + 1:])

@@ -22,23 +22,32 @@ from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport
 from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
-from otelstream.export.labels import ModelLabels
-from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
-from otelstream.export.watchdog import Counts, LiveStreams
+from otelstream.export.labels import LabelTables
+from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_merge, points
+from otelstream.export.watchdog import LiveStreams
 
-_ATTR = names.OTEL_ATTR_BY_LABEL
+_PORT = names.LABEL_SERVER_PORT
 
 
-def attributes(family: str, label_values: tuple[str, ...]) -> dict[str, str]:
-    return {_ATTR[k]: v for k, v in zip(LABELNAMES[family], label_values, strict=True) if v != ""}
+def attributes(
+    family: str, label_values: tuple[str, ...], schema: Schema = DEFAULT_SCHEMA
+) -> dict[str, str | int]:
+    """The OTel attributes of one label tuple: dotted keys, empty values absent, ``server.port`` an int (the
+    semantic conventions' type; the Prometheus exporter writes it as the same text)."""
+    keys = schema.otel_keys
+    return {
+        keys[k]: int(v) if k == _PORT else v
+        for k, v in zip(schema.labelnames[family], label_values, strict=True)
+        if v != ""
+    }
 
 
 class OtelInstruments:
-    """A meter provider's instruments, and its model-label table shared by every pipeline that records into it."""
+    """A meter provider's instruments, and its label tables shared by every pipeline that records into it."""
 
-    def __init__(self, meter_provider: MeterProvider | None, models: ModelLabels) -> None:
+    def __init__(self, meter_provider: MeterProvider | None, tables: LabelTables) -> None:
         meter = metrics.get_meter(names.TRACER_NAME, __version__, meter_provider=meter_provider)
-        self.models = models
+        self.tables = tables
         self.sources: weakref.WeakSet[LiveStreams] = weakref.WeakSet()
         self.instruments: dict[str, Any] = {}
         for spec in SPECS:
@@ -64,12 +73,16 @@ class OtelInstruments:
             me = ref()
             if me is None:
                 return []
-            total: Counts = {}
+            # summed per attribute set: each pipeline's label tuples are in its own schema (metric_attributes may
+            # differ between instrument() calls on one meter provider)
+            total: dict[frozenset[tuple[str, str | int]], tuple[dict[str, str | int], int]] = {}
             for source in list(me.sources):
                 counts = source.counts()[1 if stalled else 0]
                 for k, v in counts.items():
-                    total[k] = total.get(k, 0) + v
-            return [Observation(v, attributes(family, k)) for k, v in total.items()]
+                    attrs = attributes(family, k, source.schema)
+                    key = frozenset(attrs.items())
+                    total[key] = (attrs, total[key][1] + v if key in total else v)
+            return [Observation(v, attrs) for attrs, v in total.values()]
 
         return observe
 
@@ -79,23 +92,24 @@ _global_instruments: list[OtelInstruments] = []
 _lock = threading.Lock()
 
 
-def instruments_for(meter_provider: MeterProvider | None, models: ModelLabels) -> OtelInstruments:
-    """The cached instruments of ``meter_provider`` (None: the global one); ``models`` is the model-label table of
+def instruments_for(meter_provider: MeterProvider | None, tables: LabelTables) -> OtelInstruments:
+    """The cached instruments of ``meter_provider`` (None: the global one); ``tables`` are the label tables of
     instruments created now, an existing provider keeps its own."""
     with _lock:
         if meter_provider is None:
             if not _global_instruments:
-                _global_instruments.append(OtelInstruments(None, models))
+                _global_instruments.append(OtelInstruments(None, tables))
             return _global_instruments[0]
         inst = _instruments.get(meter_provider)
         if inst is None:
-            inst = _instruments[meter_provider] = OtelInstruments(meter_provider, models)
+            inst = _instruments[meter_provider] = OtelInstruments(meter_provider, tables)
         return inst
 
 
 class OtelMetricsSink:
-    def __init__(self, instruments: OtelInstruments, live: LiveStreams) -> None:
+    def __init__(self, instruments: OtelInstruments, live: LiveStreams, schema: Schema = DEFAULT_SCHEMA) -> None:
         self.instruments = instruments
+        self.schema = schema
         self._i = instruments.instruments
         instruments.sources.add(live)
         self._live = live
@@ -103,20 +117,20 @@ class OtelMetricsSink:
         self._direct: dict[str, otel_aggregations.Direct | None] = {}
         # The label sets are bounded (capped models, closed enums): each one's attribute dict is built once and then
         # shared by every record (the SDK only reads it). Only the export thread uses this.
-        self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+        self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str | int]] = {}
 
     def close(self) -> None:
         self.instruments.sources.discard(self._live)
 
-    def record(self, report: StreamReport, handle: StreamHandle) -> None:
+    def record(self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...]) -> None:
         # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
         ctx = trace.set_span_in_context(handle.span)
-        for family, label_values, value in points(report, handle.labels):
+        for family, label_values, value in points(report, common, handle.labels[-1]):
             self._record(family, (family, label_values), int(value) if family in _COUNTERS else value, ctx)
         merge = list(chunk_merge(report))
         if merge:
             family = names.PROM_TIME_PER_OUTPUT_CHUNK
-            key = (family, handle.labels[:3])
+            key = (family, common)
             # Each bucket's mean, count times (exact placement, count and sum): one record (it carries the exemplar
             # context), then the rest weighted when the SDK allows it (otel_aggregations), else one record each.
             for _, count, _, mean in merge:
@@ -154,10 +168,10 @@ class OtelMetricsSink:
         self._direct[family] = None
         _guard.report("export.otel_aggregations", exc)
 
-    def _attributes(self, key: tuple[str, tuple[str, ...]]) -> dict[str, str]:
+    def _attributes(self, key: tuple[str, tuple[str, ...]]) -> dict[str, str | int]:
         attrs = self._attrs.get(key)
         if attrs is None:
-            attrs = self._attrs[key] = attributes(*key)
+            attrs = self._attrs[key] = attributes(*key, self.schema)
         return attrs
 
     def _fast(self, family: str) -> otel_aggregations.Direct | None:
@@ -172,8 +186,8 @@ class OtelMetricsSink:
             self._direct[family] = direct
         return direct
 
-    def count_drop(self, labels: tuple[str, str, str, str]) -> None:
-        self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, labels[:3]))
+    def count_drop(self, common: tuple[str, ...]) -> None:
+        self._i[names.PROM_REPORTS_DROPPED].add(1, attributes(names.PROM_REPORTS_DROPPED, common, self.schema))
 
 
 _COUNTERS = frozenset(s.prom for s in SPECS if s.kind == "counter")

@@ -31,8 +31,10 @@ from otelstream.export import prometheus as prom
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle
-from otelstream.export.labels import JointLabels, ModelLabels
+from otelstream.export.labels import JointTables, LabelTables, finished
 from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
+from otelstream.export.points import Schema
+from otelstream.export.reports import ReportCallback
 from otelstream.export.spans import SpanSink
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
 
@@ -61,7 +63,9 @@ class Pipeline:
         self.registry = registry if registry is not None else _default_registry()
         self.live = LiveStreams(settings.stall_threshold_s)
         self.spans = SpanSink(tracer_provider, span_events=settings.span_events)
-        models = ModelLabels(settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
+        label_settings = (settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
+        tables_now = LabelTables(*label_settings)
+        schema = Schema(_metric_keys(settings.metric_attributes))
 
         otel_on = settings.otel_metrics or meter_provider is not None
         prom_on = settings.prometheus_metrics
@@ -73,27 +77,38 @@ class Pipeline:
             )
             prom_on = False
 
-        # One model-label table per registry and per meter provider, kept across instrument() cycles (each would
+        # One set of label tables per registry and per meter provider, kept across instrument() cycles (each would
         # otherwise admit `cap` new values into the same series); this pipeline's settings apply to them.
-        tables: list[ModelLabels] = []
+        tables: list[LabelTables] = []
         self.prometheus: prom.PrometheusSink | None = None
         if prom_on:
-            families = prom.families_for(self.registry, models)
+            families = prom.families_for(self.registry, tables_now, schema)
             if families is not None:
-                tables.append(families.models)
+                tables.append(families.tables)
+                if families.schema.attribute_keys != schema.attribute_keys:
+                    # the registry's families were made with other label names: they cannot change now
+                    logger.warning(
+                        "otelstream: metric_attributes=%s ignored: this registry's series already have the labels of "
+                        "metric_attributes=%s (one set per registry and process)",
+                        ",".join(schema.attribute_keys), ",".join(families.schema.attribute_keys),
+                    )
+                    schema = families.schema
                 self.prometheus = prom.PrometheusSink(families, self.live)
+        self.schema = schema
+        self.live.schema = schema
         self.otel: OtelMetricsSink | None = None
         if otel_on:
-            instruments = instruments_for(meter_provider, tables[0] if tables else models)
-            if instruments.models not in tables:
-                tables.append(instruments.models)
-            self.otel = OtelMetricsSink(instruments, self.live)
+            instruments = instruments_for(meter_provider, tables[0] if tables else tables_now)
+            if instruments.tables not in tables:
+                tables.append(instruments.tables)
+            self.otel = OtelMetricsSink(instruments, self.live, schema)
         for table in tables:
-            if table is not models:
-                table.configure(settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
-        self.models: ModelLabels | JointLabels = tables[0] if tables else models
+            if table is not tables_now:
+                table.configure(*label_settings)
+        self.labels: LabelTables | JointTables = tables[0] if tables else tables_now
         if len(tables) > 1:  # a registry and a meter provider first used apart: both caps must hold
-            self.models = JointLabels(tables)
+            self.labels = JointTables(tables)
+        self.reports = ReportCallback(settings.on_report, settings.queue_size) if settings.on_report else None
 
         # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
         # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)
@@ -119,7 +134,7 @@ class Pipeline:
     # --- StreamListener: caller's thread -------------------------------------------------------------------
     @_guard.guarded("export.stream_started", _NO_HANDLE)
     def stream_started(self, start: StreamStart, tracker: Any, parent: object | None = None) -> object:
-        labels = (start.provider, start.operation, self.models.value(start.request_model), start.surface)
+        labels = self.labels.at_start(start, self.schema.attribute_keys)
         handle = self.spans.start(start, tracker, labels, parent)
         if not self._shut:
             self.live.add(handle)
@@ -218,6 +233,8 @@ class Pipeline:
         self._shut = True
         self.watchdog.stop(min(1.0, _left(deadline)))
         self.dispatcher.shutdown_until(deadline)  # and the span dispatcher after it
+        if self.reports is not None:
+            self.reports.shutdown_until(deadline)
         self.live.clear()
         self.watchdog.tick()  # multiprocess: this live process's livesum gauges back to 0 (a no-op otherwise)
         for sink in (self.prometheus, self.otel):
@@ -232,12 +249,18 @@ class Pipeline:
         """Metrics thread: the metric sinks first, then the span end to the span thread (never waited for)."""
         _, report, handle = item  # only reports come here
         # Each sink guarded on its own: a failing span exporter must not cost the metrics, nor the reverse.
-        if self.prometheus is not None:
-            with _guard.guard("export.prometheus"):
-                self.prometheus.record(report, handle)
-        if self.otel is not None:
-            with _guard.guard("export.otel_metrics"):
-                self.otel.record(report, handle)
+        if self.prometheus is not None or self.otel is not None:
+            common = handle.labels[:-1]
+            with _guard.guard("export.labels"):
+                common = finished(handle.labels, self.labels.response_model_value(report.response_model))
+            if self.prometheus is not None:
+                with _guard.guard("export.prometheus"):
+                    self.prometheus.record(report, handle, common)
+            if self.otel is not None:
+                with _guard.guard("export.otel_metrics"):
+                    self.otel.record(report, handle, common)
+        if self.reports is not None:
+            self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():
             return  # nothing to end (no tracer, not sampled): no second hop
         if not self.span_dispatcher.submit(item):
@@ -269,10 +292,11 @@ class Pipeline:
                 "that the exporters keep up)",
                 what,
             )
+        common = handle.labels[:-1]
         if self.prometheus is not None:
-            self.prometheus.count_drop(handle.labels)
+            self.prometheus.count_drop(common)
         if self.otel is not None:
-            self.otel.count_drop(handle.labels)
+            self.otel.count_drop(common)
 
     # --- watchdog thread -------------------------------------------------------------------------------------
     def _on_stall(self, handle: StreamHandle, t_pull_ns: int, now_ns: int) -> None:
@@ -291,6 +315,16 @@ class Pipeline:
     def _on_tick(self, active: Counts, stalled: Counts) -> None:
         if self.prometheus is not None:
             self.prometheus.set_gauges(active, stalled)
+
+
+def _metric_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``metric_attributes`` keys that can be labels (the others warned about, once per pipeline)."""
+    from otelstream.attribution import valid_keys
+
+    kept, refused = Schema.usable(valid_keys(keys, "metric_attributes"))
+    for key, why in refused:
+        logger.warning("otelstream: metric_attributes: ignoring %r (%s)", key, why)
+    return kept
 
 
 def _default_registry() -> CollectorRegistry:

@@ -15,22 +15,67 @@ from otelstream import names
 from otelstream.core.report import StreamReport
 
 COMMON = names.COMMON_LABELS
-_S = (names.LABEL_SURFACE,)
 
-LABELNAMES: dict[str, tuple[str, ...]] = {
-    names.PROM_OPERATION_DURATION: (*COMMON, names.LABEL_ERROR_TYPE),
-    names.PROM_TOKEN_USAGE: (*COMMON, names.LABEL_TOKEN_TYPE),
-    names.PROM_TIME_TO_FIRST_CHUNK: COMMON,
-    names.PROM_TIME_PER_OUTPUT_CHUNK: COMMON,
-    names.PROM_STREAMS: (*COMMON, names.LABEL_SURFACE, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE),
-    names.PROM_TIME_TO_FIRST_EVENT: (*COMMON, *_S),
-    names.PROM_MAX_WAIT: (*COMMON, *_S),
-    names.PROM_SEQUENCE_ANOMALIES: (*COMMON, names.LABEL_SURFACE, names.LABEL_KIND),
-    names.PROM_ANOMALIES: (*COMMON, names.LABEL_SURFACE, names.LABEL_KIND),
-    names.PROM_STREAMS_ACTIVE: (*COMMON, *_S),
-    names.PROM_STREAMS_STALLED: (*COMMON, *_S),
-    names.PROM_REPORTS_DROPPED: COMMON,
+# the labels of each family beyond the common ones (DESIGN §4)
+_OWN: dict[str, tuple[str, ...]] = {
+    names.PROM_OPERATION_DURATION: (names.LABEL_ERROR_TYPE,),
+    names.PROM_TOKEN_USAGE: (names.LABEL_TOKEN_TYPE,),
+    names.PROM_TIME_TO_FIRST_CHUNK: (),
+    names.PROM_TIME_PER_OUTPUT_CHUNK: (),
+    names.PROM_STREAMS: (names.LABEL_SURFACE, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE),
+    names.PROM_TIME_TO_FIRST_EVENT: (names.LABEL_SURFACE,),
+    names.PROM_MAX_WAIT: (names.LABEL_SURFACE,),
+    names.PROM_SEQUENCE_ANOMALIES: (names.LABEL_SURFACE, names.LABEL_KIND),
+    names.PROM_ANOMALIES: (names.LABEL_SURFACE, names.LABEL_KIND),
+    names.PROM_STREAMS_ACTIVE: (names.LABEL_SURFACE,),
+    names.PROM_STREAMS_STALLED: (names.LABEL_SURFACE,),
+    names.PROM_REPORTS_DROPPED: (),
 }
+# the built-in label names: an application attribute's label must not be one of them
+BUILTIN_LABELS = frozenset({*COMMON, *(label for own in _OWN.values() for label in own), "le", "quantile"})
+
+
+def attribute_label(key: str) -> str:
+    """An application attribute key's label name: what the OTel Prometheus exporter makes of the attribute key
+    (every character outside ``[a-zA-Z0-9_]`` as ``_``, a leading digit too), so both paths name it alike."""
+    label = "".join(ch if ch.isascii() and (ch.isalnum() or ch == "_") else "_" for ch in key)
+    return "_" + label[1:] if label[:1].isdigit() else label
+
+
+class Schema:
+    """The label names of every family for one set of ``metric_attributes`` keys (fixed per registry: the
+    families are created with them)."""
+
+    def __init__(self, attribute_keys: tuple[str, ...] = ()) -> None:
+        self.attribute_keys = attribute_keys
+        self.attribute_labels = tuple(attribute_label(k) for k in attribute_keys)
+        common = (*COMMON, *self.attribute_labels)
+        self.common = common
+        self.labelnames: dict[str, tuple[str, ...]] = {family: (*common, *own) for family, own in _OWN.items()}
+        # OTel attribute keys: the dotted semantic-convention names, the application's own keys as given
+        own = dict(zip(self.attribute_labels, attribute_keys, strict=True))
+        self.otel_keys: dict[str, str] = {**names.OTEL_ATTR_BY_LABEL, **own}
+
+    @staticmethod
+    def usable(keys: tuple[str, ...]) -> tuple[tuple[str, ...], list[tuple[str, str]]]:
+        """The keys whose labels are distinct and not built-in, and (key, reason) for the others."""
+        kept: list[str] = []
+        seen: set[str] = set()
+        refused: list[tuple[str, str]] = []
+        for key in keys:
+            label = attribute_label(key)
+            if label in BUILTIN_LABELS or label.startswith("__"):
+                refused.append((key, f"its label {label!r} is reserved"))
+            elif label in seen:
+                refused.append((key, f"its label {label!r} is another key's"))
+            else:
+                seen.add(label)
+                kept.append(key)
+        return tuple(kept), refused
+
+
+DEFAULT_SCHEMA = Schema()
+LABELNAMES: dict[str, tuple[str, ...]] = DEFAULT_SCHEMA.labelnames  # without application attributes
 
 
 @dataclass(frozen=True)
@@ -73,14 +118,15 @@ SPEC_BY_PROM: dict[str, Spec] = {s.prom: s for s in SPECS}
 _PROTOCOL_KINDS = frozenset(names.PROTOCOL_ANOMALY_KINDS)
 
 
-def points(report: StreamReport, labels: tuple[str, str, str, str]) -> Iterator[tuple[str, tuple[str, ...], float]]:
-    """(family, label values, value) for every histogram observation and counter increment of one report.
+def points(
+    report: StreamReport, common: tuple[str, ...], surface: str
+) -> Iterator[tuple[str, tuple[str, ...], float]]:
+    """(family, label values, value) for every histogram observation and counter increment of one report;
+    ``common``: the stream's common label values (``labels.finished``).
 
     The time-per-output-chunk histogram is not here: it is merged from the report's local buckets
     (``chunk_merge``), without one call per chunk.
     """
-    provider, operation, model, surface = labels
-    common = (provider, operation, model)
     # error_type is the error class: a closed set (never a provider code, which is unbounded server data); "" (absent)
     # for good outcomes
     klass = (report.error_class or names.EC_OTHER) if report.is_bad else ""

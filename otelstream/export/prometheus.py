@@ -33,8 +33,8 @@ from otelstream.export import multiproc
 from otelstream.export._sdk_internals import prometheus_histogram
 from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
-from otelstream.export.labels import ModelLabels
-from otelstream.export.points import LABELNAMES, SPECS, chunk_merge, points
+from otelstream.export.labels import LabelTables
+from otelstream.export.points import SPECS, Schema, chunk_merge, points
 from otelstream.export.watchdog import Counts, LiveStreams
 
 logger = logging.getLogger("otelstream")
@@ -55,19 +55,20 @@ def exemplar_for(handle: StreamHandle) -> dict[str, str] | None:
 class _LiveCollector:
     """Computes otelstream_streams_active / _stalled from the open streams of every pipeline on this registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, schema: Schema) -> None:
         self.sources: weakref.WeakSet[LiveStreams] = weakref.WeakSet()
+        self.schema = schema
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
         # Declaring the names lets the registry refuse a duplicate family instead of exposing it twice.
-        labels = list(LABELNAMES[names.PROM_STREAMS_ACTIVE])
+        labels = list(self.schema.labelnames[names.PROM_STREAMS_ACTIVE])
         return [
             GaugeMetricFamily(names.PROM_STREAMS_ACTIVE, "", labels=labels),
             GaugeMetricFamily(names.PROM_STREAMS_STALLED, "", labels=labels),
         ]
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        labels = list(LABELNAMES[names.PROM_STREAMS_ACTIVE])
+        labels = list(self.schema.labelnames[names.PROM_STREAMS_ACTIVE])
         active_f = GaugeMetricFamily(names.PROM_STREAMS_ACTIVE, _doc(names.PROM_STREAMS_ACTIVE), labels=labels)
         stalled_f = GaugeMetricFamily(names.PROM_STREAMS_STALLED, _doc(names.PROM_STREAMS_STALLED), labels=labels)
         active: Counts = {}
@@ -98,18 +99,20 @@ def _doc(family: str) -> str:
 
 
 class PromFamilies:
-    """Every family of DESIGN §4 in one registry, plus the model-label cap shared by all pipelines on it."""
+    """Every family of DESIGN §4 in one registry, plus the label caps shared by all pipelines on it. The label names
+    (``schema``: which application attributes are labels) are fixed when the families are created."""
 
-    def __init__(self, registry: CollectorRegistry, models: ModelLabels) -> None:
+    def __init__(self, registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> None:
         self.registry = registry
-        self.models = models
+        self.tables = tables
+        self.schema = schema
         self.multiprocess = multiprocess_mode()
         self.metrics: dict[str, Any] = {}
         self.live: _LiveCollector | None = None
         created: list[Any] = []
         try:
             for spec in SPECS:
-                labelnames = LABELNAMES[spec.prom]
+                labelnames = schema.labelnames[spec.prom]
                 if spec.kind == "histogram":
                     m: Any = _Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
                 elif spec.kind == "counter":
@@ -122,7 +125,7 @@ class PromFamilies:
                 created.append(m)
                 self.metrics[spec.prom] = m
             if not self.multiprocess:
-                self.live = _LiveCollector()
+                self.live = _LiveCollector(schema)
                 registry.register(self.live)
                 created.append(self.live)
         except ValueError:
@@ -145,7 +148,7 @@ class PromFamilies:
         gauges = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED)
         for family, labels in multiproc.stale_own_gauges(gauges):
             gauge = self.metrics.get(family)
-            if gauge is not None and set(labels) == set(LABELNAMES[family]):
+            if gauge is not None and set(labels) == set(self.schema.labelnames[family]):
                 gauge.labels(**labels).set(0)
 
 
@@ -153,13 +156,14 @@ _families: weakref.WeakKeyDictionary[CollectorRegistry, PromFamilies] = weakref.
 _families_lock = threading.Lock()
 
 
-def families_for(registry: CollectorRegistry, models: ModelLabels) -> PromFamilies | None:
-    """The cached families of ``registry``; None (after one warning) when its names are taken by someone else."""
+def families_for(registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> PromFamilies | None:
+    """The cached families of ``registry`` (``tables`` and ``schema`` are for families created now: existing ones
+    keep theirs); None (after one warning) when its names are taken by someone else."""
     with _families_lock:
         fam = _families.get(registry)
         if fam is None:
             try:
-                fam = PromFamilies(registry, models)
+                fam = PromFamilies(registry, tables, schema)
             except ValueError as exc:
                 logger.warning(
                     "otelstream: Prometheus metrics disabled: the registry already has a family with one of "
@@ -189,16 +193,16 @@ class PrometheusSink:
         if self.families.live is not None:
             self.families.live.sources.discard(self._live)
 
-    def record(self, report: StreamReport, handle: StreamHandle) -> None:
+    def record(self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...]) -> None:
         exemplar = exemplar_for(handle) if self._exemplars else None
         now = time.time()
-        for family, label_values, value in points(report, handle.labels):
+        for family, label_values, value in points(report, common, handle.labels[-1]):
             child, parts = self._child(family, label_values)
             if family in _COUNTERS:
                 child.inc(value)
             else:
                 prometheus_histogram.observe(child, parts, value, exemplar, now)
-        self._merge_chunks(report, handle.labels[:3], exemplar, now)
+        self._merge_chunks(report, common, exemplar, now)
 
     def _merge_chunks(
         self, report: StreamReport, common: tuple[str, ...], exemplar: dict[str, str] | None, now: float
@@ -220,8 +224,8 @@ class PrometheusSink:
             found = self._children[key] = (child, prometheus_histogram.parts(child))
         return found
 
-    def count_drop(self, labels: tuple[str, str, str, str]) -> None:
-        self._m[names.PROM_REPORTS_DROPPED].labels(*labels[:3]).inc()
+    def count_drop(self, common: tuple[str, ...]) -> None:
+        self._m[names.PROM_REPORTS_DROPPED].labels(*common).inc()
 
     def set_gauges(self, active: Counts, stalled: Counts) -> None:
         """Multiprocess mode only: the watchdog's tick writes the live counts into the livesum gauges."""

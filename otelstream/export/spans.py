@@ -62,7 +62,7 @@ class SpanSink:
 
     # --- caller's thread ------------------------------------------------------------------------------------
     def start(
-        self, start: StreamStart, tracker: Any, labels: tuple[str, str, str, str], parent: object | None
+        self, start: StreamStart, tracker: Any, labels: tuple[str, ...], parent: object | None
     ) -> StreamHandle:
         try:
             mono_now: int = tracker.clock()
@@ -97,6 +97,17 @@ class SpanSink:
             attrs[names.ATTR_RESUMED] = True
         if start.stream_id is not None:
             attrs[names.ATTR_STREAM_ID] = start.stream_id
+        if start.request_max_tokens is not None:
+            attrs[names.ATTR_REQUEST_MAX_TOKENS] = start.request_max_tokens
+        if start.request_temperature is not None:
+            attrs[names.ATTR_REQUEST_TEMPERATURE] = start.request_temperature
+        if start.request_top_p is not None:
+            attrs[names.ATTR_REQUEST_TOP_P] = start.request_top_p
+        if start.request_choice_count is not None and start.request_choice_count != 1:
+            attrs[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
+        if start.attributes:
+            # validated and cleaned when captured (otelstream.attribution); none uses otelstream's own namespaces
+            attrs.update(start.attributes)
 
         if internal:
             name, kind = names.SPAN_STREAM_INTERNAL, SpanKind.INTERNAL
@@ -122,7 +133,8 @@ class SpanSink:
         if server_port is not None:
             attrs[names.ATTR_SERVER_PORT] = server_port
         clean_attributes(attrs)
-        span = self._tracer.start_span(names.SPAN_WEBSOCKET, kind=SpanKind.CLIENT, attributes=attrs)
+        # INTERNAL: a connection is not a call, so span metrics and service graphs count only its responses
+        span = self._tracer.start_span(names.SPAN_WEBSOCKET, kind=SpanKind.INTERNAL, attributes=attrs)
         return ConnectionHandle(span)
 
     # --- watchdog thread ------------------------------------------------------------------------------------
@@ -250,6 +262,13 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         a[names.ATTR_STREAM_ID] = report.stream_id
     if report.time_to_first_event_s is not None:
         a[names.ATTR_TIME_TO_FIRST_EVENT] = report.time_to_first_event_s
+    if report.time_to_first_delta_s is not None:
+        # on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk is the SDK's value
+        a[names.ATTR_TIME_TO_FIRST_DELTA] = report.time_to_first_delta_s
+    if report.service_tier:
+        a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
+    if report.system_fingerprint:
+        a[names.ATTR_OPENAI_SYSTEM_FINGERPRINT] = report.system_fingerprint
     tps = report.output_tokens_per_second
     if tps is not None:
         a[names.ATTR_OUTPUT_TOKENS_PER_SECOND] = tps

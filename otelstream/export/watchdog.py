@@ -28,10 +28,11 @@ from typing import Any
 
 from otelstream import _guard
 from otelstream.export.handle import StreamHandle
+from otelstream.export.points import DEFAULT_SCHEMA, Schema
 
 logger = logging.getLogger("otelstream")
 
-LabelKey = tuple[str, str, str, str]
+LabelKey = tuple[str, ...]  # a stream's label tuple (export.labels): the common values, then surface
 Counts = dict[LabelKey, int]
 
 
@@ -39,6 +40,7 @@ class LiveStreams:
     def __init__(self, stall_threshold_s: float) -> None:
         self._streams: dict[int, StreamHandle] = {}
         self.stall_threshold_ns = int(stall_threshold_s * 1e9)
+        self.schema: Schema = DEFAULT_SCHEMA  # the label names of the keys (set by the pipeline)
         # Every label set ever active: reported as 0 once it empties, so the series does not vanish mid-graph.
         self.seen: set[LabelKey] = set()
 

@@ -12,6 +12,15 @@ from otelstream.export import Pipeline
 
 T0 = 1_000_000_000_000  # an arbitrary monotonic origin (ns)
 
+# the common labels of a stream from make_start() finished with make_report(); the live gauges and drops have no
+# response model yet (empty: prometheus_client writes the label, Prometheus reads it as absent)
+COMMON_LABELS = {
+    names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test",
+    names.LABEL_SERVER_ADDRESS: "127.0.0.1", names.LABEL_SERVER_PORT: "8080",
+    names.LABEL_RESPONSE_MODEL: "gpt-test-2025",
+}  # fmt: skip
+LIVE_LABELS = {**COMMON_LABELS, names.LABEL_RESPONSE_MODEL: ""}
+
 
 class Clock:
     """A driven monotonic clock in ns."""

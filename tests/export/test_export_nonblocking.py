@@ -7,13 +7,13 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from exporthelpers import Clock, run_stream
+from exporthelpers import COMMON_LABELS, Clock, run_stream
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from otelstream import config, names
+from otelstream import config
 from otelstream.export import build_pipeline
 
 
@@ -77,8 +77,7 @@ def test_hung_exporter_and_scrape_do_not_block_streams(clock: Clock) -> None:
 def _completed(registry: CollectorRegistry) -> float | None:
     return registry.get_sample_value(
         "otelstream_streams_total",
-        {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test",
-         "surface": "responses", "outcome": "completed", "error_type": ""},
+        {**COMMON_LABELS, "surface": "responses", "outcome": "completed", "error_type": ""},
     )  # fmt: skip
 
 

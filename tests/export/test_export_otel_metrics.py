@@ -57,19 +57,42 @@ def feed(p: Any, clock: Clock) -> None:
     assert p.flush(5.0)
 
 
-def test_parity_with_prometheus_metric_reader(make_pipeline: Any, clock: Clock) -> None:
+def feed_attributed(p: Any, clock: Clock) -> None:
+    """Streams carrying application attributes: a named key (a label), an unnamed one (never a label), over the cap."""
+    run_stream(p, clock, {"outcome": names.CUT}, attributes={"tenant.id": True})  # a bool value: "true"
+    for tenant in ("acme", "globex", "initech"):
+        run_stream(p, clock, attributes={"tenant.id": tenant, "app.feature": "summarize", "user.n": 7})
+    run_stream(p, clock, {"response_model": None})  # no attributes, no response model: both labels absent
+    assert p.flush(5.0)
+
+
+@pytest.mark.parametrize("metric_attributes", [(), ("tenant.id", "user.n")], ids=["plain", "attributes"])
+def test_parity_with_prometheus_metric_reader(
+    make_pipeline: Any, clock: Clock, metric_attributes: tuple[str, ...]
+) -> None:
+    settings: dict[str, Any] = {"metric_attributes": metric_attributes, "model_label_cap": 3}
     native_reg = CollectorRegistry()
-    native = make_pipeline(registry=native_reg)
+    native = make_pipeline(registry=native_reg, **settings)
     feed(native, clock)
+    feed_attributed(native, clock)
 
     otel_reg = CollectorRegistry()
     reader = PrometheusMetricReader(disable_target_info=True, scope_info_enabled=False, registry=otel_reg)
     mp = MeterProvider(metric_readers=[reader])
-    otel = make_pipeline(registry=CollectorRegistry(), meter_provider=mp, prometheus_metrics=False)
+    otel = make_pipeline(registry=CollectorRegistry(), meter_provider=mp, prometheus_metrics=False, **settings)
     assert otel.prometheus is None and otel.otel is not None
     feed(otel, clock)
+    feed_attributed(otel, clock)
 
     a, b = series(native_reg), series(otel_reg)
+    # the common labels of DESIGN §4, and the named attributes, capped (cap 3: true, acme, globex; then _OTHER)
+    streams = [dict(labels) for name, labels in a if name == "otelstream_streams_total"]
+    assert {"server_address": "127.0.0.1", "server_port": "8080", "gen_ai_response_model": "gpt-test-2025"}.items() \
+        <= streams[0].items()
+    tenants = {s.get("tenant_id") for s in streams}
+    assert tenants == ({None, "acme", "globex", "true", names.MODEL_OTHER} if metric_attributes else {None})
+    assert {s.get("user_n") for s in streams} == ({None, "7"} if metric_attributes else {None})
+    assert not [s for s in streams if "app_feature" in s]
     assert set(a) == set(b), (sorted(set(a) - set(b))[:5], sorted(set(b) - set(a))[:5])
     for key, value in a.items():
         assert b[key] == pytest.approx(value), key
@@ -99,6 +122,7 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     (pt,) = dur.data.data_points  # type: ignore[union-attr]
     assert dict(pt.attributes or {}) == {
         "gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test",
+        "server.address": "127.0.0.1", "server.port": 8080, "gen_ai.response.model": "gpt-test-2025",
         "error.type": "rate_limited",
     }  # fmt: skip
     assert tuple(pt.explicit_bounds) == names.DURATION_BUCKETS  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from exporthelpers import Clock, FakeTracker, make_report, make_start, run_stream
+from exporthelpers import COMMON_LABELS, LIVE_LABELS, Clock, FakeTracker, make_report, make_start, run_stream
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
@@ -19,11 +19,13 @@ from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
 from otelstream.export._sdk_internals import prometheus_histogram
 
-COMMON = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test"}
+COMMON = COMMON_LABELS
 
 
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | None:
-    return registry.get_sample_value(name, {**COMMON, **labels})
+    # the live gauges and drops carry no response model (the report has not come yet)
+    live = name.startswith(("otelstream_streams_active", "otelstream_streams_stalled", "otelstream_reports_dropped"))
+    return registry.get_sample_value(name, {**(LIVE_LABELS if live else COMMON), **labels})
 
 
 def chunk_report_fields(gaps_s: list[float]) -> dict[str, Any]:

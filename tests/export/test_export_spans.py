@@ -45,6 +45,7 @@ def test_completed_stream_client_span(make_pipeline: Any, clock: Clock, span_exp
         names.ATTR_RETRIES: 0,
         names.ATTR_REQUEST_ID: "req_1",
         names.ATTR_TIME_TO_FIRST_EVENT: 0.1,
+        names.ATTR_TIME_TO_FIRST_DELTA: 0.2,
         names.ATTR_MAX_WAIT: 0.2,
         names.ATTR_CONSUMER_TIME: 0.05,
         names.ATTR_EVENTS: 12,
@@ -72,6 +73,36 @@ def test_completed_stream_client_span(make_pipeline: Any, clock: Clock, span_exp
     (ev,) = span.events
     assert ev.name == names.SPAN_EVENT_FIRST_DELTA
     assert ev.timestamp - span.start_time == 200_000_000
+
+
+def test_request_parameters_and_server_response_fields(
+    make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """DESIGN §4: the request parameters as the call passed them (choice.count only when it is not 1), the service
+    tier and system fingerprint when the server sent them; none of them when absent."""
+    p = make_pipeline()
+    run_stream(
+        p, clock, {"service_tier": "default", "system_fingerprint": "fp_1"}, surface=names.CHAT_COMPLETIONS,
+        request_max_tokens=64, request_temperature=0.0, request_top_p=0.5, request_choice_count=2,
+    )  # fmt: skip
+    run_stream(p, clock, request_choice_count=1)
+    assert p.flush(5.0)
+    first, second = spans(span_exporter)
+    a = dict(first.attributes or {})
+    assert {k: a[k] for k in a if k.startswith(("gen_ai.request.", "openai.response."))} == {
+        names.ATTR_REQUEST_MODEL: "gpt-test",
+        names.ATTR_REQUEST_STREAM: True,
+        names.ATTR_REQUEST_MAX_TOKENS: 64,
+        names.ATTR_REQUEST_TEMPERATURE: 0.0,
+        names.ATTR_REQUEST_TOP_P: 0.5,
+        names.ATTR_REQUEST_CHOICE_COUNT: 2,
+        names.ATTR_OPENAI_SERVICE_TIER: "default",
+        names.ATTR_OPENAI_SYSTEM_FINGERPRINT: "fp_1",
+    }
+    b = dict(second.attributes or {})
+    assert not [k for k in b if k.startswith("openai.response.") or k in (
+        names.ATTR_REQUEST_MAX_TOKENS, names.ATTR_REQUEST_TEMPERATURE, names.ATTR_REQUEST_TOP_P,
+        names.ATTR_REQUEST_CHOICE_COUNT)]  # fmt: skip
 
 
 @pytest.mark.parametrize("outcome", names.OUTCOMES)
@@ -224,6 +255,8 @@ def test_internal_child_under_genai_peer_span(
     a = span.attributes or {}
     assert not [k for k in a if k.startswith("gen_ai.usage.")]
     assert names.ATTR_RESPONSE_TTFC not in a
+    # the one TTFD a trace query can rely on whichever span is the CLIENT one
+    assert a[names.ATTR_TIME_TO_FIRST_DELTA] == 0.2
     assert a[names.ATTR_OUTCOME] == "completed" and a[names.ATTR_DELTAS] == 5
     # exactly one CLIENT span per call
     assert [s.kind for s in spans(span_exporter)].count(SpanKind.CLIENT) == 1
@@ -244,7 +277,8 @@ def test_websocket_connection_span(make_pipeline: Any, clock: Clock, span_export
     p.connection_closed(conn, None)  # idempotent
     assert p.flush(5.0)
     (ws,) = spans(span_exporter, names.SPAN_WEBSOCKET)
-    assert ws.kind is SpanKind.CLIENT
+    # a connection is not a call: span metrics and service graphs count only its responses (CLIENT)
+    assert ws.kind is SpanKind.INTERNAL
     assert [e.name for e in ws.events] == [names.SPAN_EVENT_RECONNECT]
     children = spans(span_exporter, "chat gpt-test")
     assert len(children) == 2

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from exporthelpers import Clock, FakeTracker, make_report, make_start
+from exporthelpers import LIVE_LABELS, Clock, FakeTracker, make_report, make_start
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
@@ -134,8 +134,7 @@ def test_real_tracker(make_pipeline: Any, clock: Clock, span_exporter: InMemoryS
     tracker.handle = p.stream_started(start, tracker)
     assert registry.get_sample_value(
         "otelstream_streams_active",
-        {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: "gpt-test",
-         "surface": "responses"},
+        {**LIVE_LABELS, "surface": "responses"},
     ) == 1  # fmt: skip
     clock.advance(11)
     p.watchdog.tick()

@@ -107,6 +107,10 @@ def test_anthropic_tracing_one_client_span(
     assert names.ATTR_RESPONSE_TTFC not in a
     assert a[names.ATTR_OUTCOME] == outcome and a[names.ATTR_SURFACE] == M
     assert a[names.ATTR_REQUEST_MODEL] == MODELS[M]
+    # otelstream's own TTFD is on the INTERNAL child too: the one a trace query can rely on whichever span is CLIENT
+    ttfd = a[names.ATTR_TIME_TO_FIRST_DELTA]
+    assert isinstance(ttfd, float) and 0 < ttfd <= (ours.end_time - ours.start_time) / 1e9  # type: ignore[operator]
+    assert a[names.ATTR_REQUEST_MAX_TOKENS] == 64  # the request parameters as the call passed them
     if outcome != names.ABANDONED:  # the SDK records usage when it saw the stream's message events
         assert "gen_ai.usage.input_tokens" in (sdk.attributes or {})
     if outcome in names.BAD_OUTCOMES:

@@ -90,7 +90,7 @@ assert sorted(CASES) == sorted(WANT), "every supported surface x outcome has an 
 
 _TIMINGS = {
     names.ATTR_MAX_WAIT, names.ATTR_CONSUMER_TIME, names.ATTR_TIME_TO_FIRST_EVENT, names.ATTR_RESPONSE_TTFC,
-    names.ATTR_OUTPUT_TOKENS_PER_SECOND,
+    names.ATTR_TIME_TO_FIRST_DELTA, names.ATTR_OUTPUT_TOKENS_PER_SECOND,
 }  # fmt: skip
 
 
@@ -146,6 +146,13 @@ def expected_attributes(
     if outcome != names.HTTP_ERROR:
         a[names.ATTR_RESPONSE_MODEL] = MODELS[surface]
         a[names.ATTR_RESPONSE_ID] = _response_id(surface, seen)
+        # what the fake provider sends (otelstream/demo/streams.py), as the server sent it
+        if surface == R:
+            a[names.ATTR_OPENAI_SERVICE_TIER] = "default"
+        elif surface == CH:
+            a[names.ATTR_OPENAI_SYSTEM_FINGERPRINT] = "fp_otelstream"
+    if surface == M:
+        a[names.ATTR_REQUEST_MAX_TOKENS] = 64  # as the call passed it (telehelpers.request_kwargs)
     if outcome == names.ABANDONED:
         a[names.ATTR_ABANDONED_REASON] = names.ABANDON_CLOSE
     if w.finish is not None:
@@ -164,20 +171,24 @@ def expected_attributes(
     return a
 
 
-def expected_samples(surface: str, outcome: str, seen: Seen) -> dict[Any, float]:
+def expected_samples(surface: str, outcome: str, seen: Seen, port: int) -> dict[Any, float]:
     w = WANT[(surface, outcome)]
-    common = {
+    live = {
         names.LABEL_PROVIDER: names.PROVIDER_ANTHROPIC if surface == M else names.PROVIDER_OPENAI,
         names.LABEL_OPERATION: names.OPERATION_BY_SURFACE[surface],
         names.LABEL_MODEL: MODELS[surface],
+        names.LABEL_SERVER_ADDRESS: "127.0.0.1",
+        names.LABEL_SERVER_PORT: str(port),
+        names.LABEL_RESPONSE_MODEL: "",  # the live gauges: no response yet
     }
+    common = {**live, names.LABEL_RESPONSE_MODEL: "" if outcome == names.HTTP_ERROR else MODELS[surface]}
     s = {**common, names.LABEL_SURFACE: surface}
     klass = w.error_class or ""  # the error_type label: the class, absent for good outcomes
     out: dict[Any, float] = {
         key("otelstream_streams_total", **s, outcome=outcome, error_type=klass): 1,
         key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass): 1,
-        key("otelstream_streams_active", **s): 0,
-        key("otelstream_streams_stalled", **s): 0,
+        key("otelstream_streams_active", **live, surface=surface): 0,
+        key("otelstream_streams_stalled", **live, surface=surface): 0,
     }
     if w.events:
         out[key("otelstream_stream_time_to_first_event_seconds_count", **s)] = 1
@@ -219,7 +230,7 @@ def check(tel: Telemetry, provider: FakeProvider, surface: str, outcome: str, se
     if w.events:
         want_timings.add(names.ATTR_TIME_TO_FIRST_EVENT)
     if w.deltas:
-        want_timings.add(names.ATTR_RESPONSE_TTFC)
+        want_timings |= {names.ATTR_RESPONSE_TTFC, names.ATTR_TIME_TO_FIRST_DELTA}
     if w.output_tokens:
         want_timings.add(names.ATTR_OUTPUT_TOKENS_PER_SECOND)
     assert set(timings) == want_timings
@@ -236,7 +247,7 @@ def check(tel: Telemetry, provider: FakeProvider, surface: str, outcome: str, se
     else:
         assert span.status.status_code is StatusCode.UNSET
 
-    assert tel.samples() == expected_samples(surface, outcome, seen)
+    assert tel.samples() == expected_samples(surface, outcome, seen, provider.port)
 
 
 @pytest.mark.parametrize(("surface", "outcome"), CASES)

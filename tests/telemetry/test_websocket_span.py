@@ -79,7 +79,8 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
 
     [cspan] = _conn_spans(tel)
     [rspan] = _response_spans(tel)
-    assert (cspan.kind, rspan.kind) == (SpanKind.CLIENT, SpanKind.CLIENT)
+    # a connection is not a call: INTERNAL, so span metrics and service graphs count only the responses
+    assert (cspan.kind, rspan.kind) == (SpanKind.INTERNAL, SpanKind.CLIENT)
     assert cspan.parent is not None and cspan.parent.span_id == parent.get_span_context().span_id
     assert rspan.parent is not None and rspan.parent.span_id == cspan.context.span_id
     assert rspan.name == f"chat {MODEL}"
@@ -115,7 +116,12 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
     if outcome == names.COMPLETED:
         assert a[names.ATTR_USAGE_OUTPUT] == seen.deltas and a[names.ATTR_RESPONSE_FINISH_REASONS] == ("stop",)
 
-    common = {names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: MODEL}
+    live = {
+        names.LABEL_PROVIDER: "openai", names.LABEL_OPERATION: "chat", names.LABEL_MODEL: MODEL,
+        names.LABEL_SERVER_ADDRESS: "127.0.0.1", names.LABEL_SERVER_PORT: str(provider.ws_port),
+        names.LABEL_RESPONSE_MODEL: "",
+    }  # fmt: skip
+    common = {**live, names.LABEL_RESPONSE_MODEL: MODEL}
     samples = tel.samples()
     assert samples[key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass)] == 1
     assert [k for k in samples if k[0] == "otelstream_streams_total"] == [
@@ -124,7 +130,7 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
     assert samples[key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass)]
     assert samples[key("gen_ai_client_operation_time_to_first_chunk_seconds_count", **common)] == 1
     assert samples[key("gen_ai_client_operation_time_per_output_chunk_seconds_count", **common)] == seen.deltas - 1
-    assert samples[key("otelstream_streams_active", **common, surface=WS)] == 0
+    assert samples[key("otelstream_streams_active", **live, surface=WS)] == 0
 
 
 def test_ws_two_lanes_one_connection_span(tel: Telemetry, provider: FakeProvider) -> None:

@@ -80,6 +80,13 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
         model = d.get("model")
         if isinstance(model, str) and model:
             t.response_model = model[:128]
+        # read here, until the first chunk with an id: every chunk repeats them, none needs reading per event
+        tier = d.get("service_tier")
+        if isinstance(tier, str) and tier:
+            t.service_tier = tier[:64]
+        fingerprint = d.get("system_fingerprint")
+        if isinstance(fingerprint, str) and fingerprint:
+            t.system_fingerprint = fingerprint[:128]
     if t.usage_requested is None and ev is d and "usage" in d and d["usage"] is None:
         # decoded JSON: chunks carry a null usage key until the last only when usage was requested (a model cannot
         # tell absent from null); known before a finish in the same chunk is judged

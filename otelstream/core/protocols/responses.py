@@ -182,6 +182,9 @@ def _response(t: StreamTracker, response: object) -> None:
     model = r.get("model")
     if isinstance(model, str) and model:
         t.response_model = model[:128]
+    tier = r.get("service_tier")  # the created event says what was asked ("auto"), the terminal one what served it
+    if isinstance(tier, str) and tier:
+        t.service_tier = tier[:64]
     usage = r.get("usage")
     if usage is None:
         return

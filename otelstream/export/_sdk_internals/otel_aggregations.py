@@ -29,7 +29,7 @@ from typing import Any
 
 from otelstream.export._sdk_internals.selfcheck import SelfCheck
 
-_Attrs = Mapping[str, str]
+_Attrs = Mapping[str, str | int]
 _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for good (delta reader)
 _new = object.__new__
 
@@ -67,7 +67,8 @@ class Direct:
             return False
         now = time_ns()
         # A frozen dataclass: its __init__ would set each field through object.__setattr__ and then copy and clean
-        # the attributes again (ours are a fixed dict of strings); its instance dict is written once instead.
+        # the attributes again (ours are a fixed dict of strings and one port number); its instance dict is written
+        # once instead.
         measurement: Any = _new(self._measurement)
         measurement.__dict__.update(
             value=value, time_unix_nano=now, instrument=self._instrument, context=context, attributes=attributes
