@@ -4,6 +4,7 @@ OpenAI surfaces, a read timeout in the middle of a body, a half-written chunk, a
     server = ScriptedServer().start()
     key = server.add([frame1, Pause(0.2), frame2, Half(b"data: {"), ...])
     client.responses.create(..., extra_headers={SCRIPT_HEADER: key})
+    # or, for clients that only take a base URL (the frameworks): base_url=server.url_for(key) + "/v1"
 
 Each step is bytes (sent as one HTTP chunk), a ``Pause``, ``Half`` (the chunk header for these bytes, then only the
 first half of them, then the connection dies) or ``Reset`` (socket shutdown without the terminating chunk). A script
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SCRIPT_HEADER = "x-script"
+PATH_PREFIX = "_script"  # or the key as the first path segments: /_script/<key>/v1/chat/completions
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _serve(self) -> None:
-        script = self.server.scripts.get(self.headers.get(SCRIPT_HEADER, ""))
+        key = self.headers.get(SCRIPT_HEADER) or _path_key(self.path)
+        script = self.server.scripts.get(key)
         if script is None:
             body = b'{"error": {"message": "no such script", "type": "not_found"}}'
             self.send_response(404)
@@ -134,6 +137,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
 
 
+def _path_key(path: str) -> str:
+    """The key in a ``/{PATH_PREFIX}/<key>/...`` path (``ScriptedServer.url_for``), or ``""``."""
+    parts = path.split("/", 3)
+    return parts[2] if len(parts) > 2 and parts[1] == PATH_PREFIX else ""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -164,6 +173,10 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def url_for(self, key: str) -> str:
+        """A base URL that selects the script by path: for clients that cannot add a header to every request."""
+        return f"{self.base_url}/{PATH_PREFIX}/{key}"
 
     def add(
         self, steps: list[Step], *, status: int = 200, headers: dict[str, str] | None = None, fail_first: int = 0

@@ -1,0 +1,34 @@
+"""The compat suite: the frameworks people stream through, against the scripted server on 127.0.0.1, with and
+without otelstream. It runs in its own venv with pinned framework releases (``.ci/compat.sh``); in the main venv,
+without the frameworks, each module skips with the reason."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.scripted import ScriptedServer
+
+# Set before litellm is imported: it would fetch its model cost map from the network (retrying for seconds).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+_HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="session")
+def scripted() -> Iterator[ScriptedServer]:
+    server = ScriptedServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The suite's warnings-as-errors policy is for otelstream's code: here it would turn the frameworks' own
+    warnings (pydantic schema notes, deprecations) into exceptions inside them, and they would behave otherwise."""
+    for item in items:
+        if item.path.is_relative_to(_HERE):
+            item.add_marker(pytest.mark.filterwarnings("ignore"))
