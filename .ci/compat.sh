@@ -18,7 +18,8 @@ FRAMEWORKS=(
   "litellm==1.110.2"
   "llama-index-llms-openai==0.1.27"
 )
-# The SDK (and HTTP client) releases these were verified with (the main run tests the newest; .ci/oldest-sdks.sh the oldest).
+# The SDK (and HTTP client) releases these were verified with (the main run tests the newest SDKs,
+# .ci/oldest-sdks.sh the oldest).
 SDKS=("openai==3.57.0" "anthropic==2.15.0" "httpx==0.28.1")  # httpx: litellm's own client (the SDKs use httpx2)
 
 if [ -n "${COMPAT_VENV:-}" ]; then
