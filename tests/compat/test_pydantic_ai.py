@@ -38,9 +38,11 @@ def _runner(provider: str) -> Any:
         agent = pydantic_ai.Agent(_model(provider, base_url))
 
         async def go() -> None:
+            # debounce_by=None: each delta as it comes (pydantic-ai groups those within 0.1 s by default, so what
+            # the caller gets would depend on the machine's load, not on the stream)
             try:
                 async with agent.run_stream("hi") as result:
-                    async for text in result.stream_text(delta=True):
+                    async for text in result.stream_text(delta=True, debounce_by=None):
                         seen.items.append(text)
                         if early_break:
                             break
