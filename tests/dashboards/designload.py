@@ -23,7 +23,7 @@ _STREAMS = (
     (names.PROVIDER_OPENAI, names.CHAT_COMPLETIONS, "gpt-demo"),
     (names.PROVIDER_ANTHROPIC, names.MESSAGES, "claude-demo"),
 )
-# outcome weights: a fault mix that trips every alert (cut and failed streams, incompletes above 10 %)
+# outcome weights: a fault mix that trips every alert (cut and failed streams, incompletes and abandons above 10 %)
 _OUTCOMES = {
     names.COMPLETED: 55,
     names.INCOMPLETE: 15,
@@ -31,8 +31,16 @@ _OUTCOMES = {
     names.ERROR: 5,
     names.CUT: 8,
     names.TRANSPORT_ERROR: 4,
-    names.HTTP_ERROR: 3,
-    names.ABANDONED: 4,
+    names.HTTP_ERROR: 8,
+    names.ABANDONED: 15,
+}
+# the error class of each bad outcome: enough rate limiting and outage for both class alerts
+_CLASS = {
+    names.FAILED: names.EC_SERVER_ERROR,
+    names.ERROR: names.EC_OVERLOADED,
+    names.CUT: names.EC_CUT,
+    names.TRANSPORT_ERROR: names.EC_CONNECTION,
+    names.HTTP_ERROR: names.EC_RATE_LIMITED,
 }
 _COMMON = (names.LABEL_PROVIDER, names.LABEL_OPERATION, names.LABEL_MODEL)
 
@@ -64,7 +72,9 @@ class DesignLoad:
             names.PROM_TIME_PER_OUTPUT_CHUNK, "c", _COMMON, registry=r, buckets=names.TIME_PER_CHUNK_BUCKETS
         )
         with_surface = (*_COMMON, names.LABEL_SURFACE)
-        self.streams = Counter(names.PROM_STREAMS, "s", (*with_surface, names.LABEL_OUTCOME), registry=r)
+        self.streams = Counter(
+            names.PROM_STREAMS, "s", (*with_surface, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE), registry=r
+        )
         self.ttfe = Histogram(
             names.PROM_TIME_TO_FIRST_EVENT, "e", with_surface, registry=r, buckets=names.DURATION_BUCKETS
         )
@@ -102,9 +112,9 @@ class DesignLoad:
         provider, surface, model = rng.choice(_STREAMS)
         common = (provider, names.OPERATION_BY_SURFACE[surface], model)
         outcome = rng.choices(list(_OUTCOMES), weights=list(_OUTCOMES.values()))[0]
-        bad = outcome in names.BAD_OUTCOMES
-        self.streams.labels(*common, surface, outcome).inc()
-        self.duration.labels(*common, outcome if bad else "").observe(rng.uniform(0.5, 12.0))
+        error_class = _CLASS.get(outcome, "")
+        self.streams.labels(*common, surface, outcome, error_class).inc()
+        self.duration.labels(*common, error_class).observe(rng.uniform(0.5, 12.0))
         if outcome != names.HTTP_ERROR:
             self.ttfe.labels(*common, surface).observe(rng.uniform(0.05, 0.6))
             # every fifth first delta is slower than the 2.56 s SLO boundary

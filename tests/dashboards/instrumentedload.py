@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -15,13 +16,14 @@ from promsupport import REPO, free_port
 WORKER = Path(__file__).with_name("instrumented_worker.py")
 
 
-def start_instrumented_load(workdir: Path, timeout: float = 30.0) -> LoadSource:
+def start_instrumented_load(workdir: Path, mix: str = "faults", timeout: float = 30.0) -> LoadSource:
     port = free_port()
-    log = (workdir / "worker.log").open("wb")
+    log_path = workdir / f"worker-{mix}.log"
+    log = log_path.open("wb")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("OTELSTREAM_RAISE_INTERNAL_ERRORS", None)
     process = subprocess.Popen(
-        [sys.executable, str(WORKER), str(port)], stdout=subprocess.PIPE, stderr=log, env=env, cwd=workdir
+        [sys.executable, str(WORKER), str(port), mix], stdout=subprocess.PIPE, stderr=log, env=env, cwd=workdir
     )
     assert process.stdout is not None
     ready: list[str] = []
@@ -41,19 +43,20 @@ def start_instrumented_load(workdir: Path, timeout: float = 30.0) -> LoadSource:
 
     def check() -> None:
         if process.poll() is not None:
-            raise AssertionError(f"load process exited {process.returncode}:\n{_tail(workdir / 'worker.log')}")
+            raise AssertionError(f"load process exited {process.returncode}:\n{_tail(log_path)}")
 
     if not ready or not ready[0].startswith("ready"):
         stop()
-        raise AssertionError(f"instrumented load did not start in {timeout}s:\n{_tail(workdir / 'worker.log')}")
+        raise AssertionError(f"instrumented load did not start in {timeout}s:\n{_tail(log_path)}")
     return LoadSource(
         target=f"127.0.0.1:{port}",
         real=True,
         why="",
-        # ReportsDropped comes from the stand-in job (a full export queue cannot be produced on demand)
-        expected_alerts=ALL_ALERTS,
+        # ReportsDropped comes from the stand-in target (a full export queue cannot be produced on demand)
+        expected_alerts=ALL_ALERTS if mix == "faults" else frozenset(),
         stop=stop,
         check=check,
+        stop_traffic=lambda: process.send_signal(signal.SIGUSR1),
     )
 
 

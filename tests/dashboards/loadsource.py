@@ -18,6 +18,7 @@ ALL_ALERTS = frozenset(
         "OtelstreamProviderOutage",
         "OtelstreamCutStreams",
         "OtelstreamIncompleteRatioHigh",
+        "OtelstreamAbandonedRatioHigh",
         "OtelstreamTimeToFirstDeltaSLO",
         "OtelstreamStreamsStalled",
         "OtelstreamSequenceAnomalies",
@@ -37,10 +38,14 @@ class LoadSource:
     expected_alerts: frozenset[str]
     stop: Callable[[], None]
     check: Callable[[], None] = field(default=lambda: None)  # raises when the load died
+    stop_traffic: Callable[[], None] | None = None  # ends the streams, the endpoint stays up
 
 
-def start_load(workdir: Path, kind: str = "worker") -> LoadSource:
+def start_load(workdir: Path, kind: str = "worker") -> LoadSource | None:
+    """``worker`` (the fault mix), ``demo`` or ``healthy``; None for ``healthy`` under the stand-in (it has none)."""
     if os.environ.get(STAND_IN_ENV) == "1":
+        if kind == "healthy":
+            return None
         load = DesignLoad()
         port = load.serve()
         return LoadSource(f"127.0.0.1:{port}", False, f"{STAND_IN_ENV}=1", ALL_ALERTS, load.stop)
@@ -49,4 +54,6 @@ def start_load(workdir: Path, kind: str = "worker") -> LoadSource:
         pytest.skip(f"the instrumented load needs {' and '.join(missing)} (pip install -e '.[test]')")
     from instrumentedload import start_demo_load, start_instrumented_load
 
-    return start_demo_load(workdir) if kind == "demo" else start_instrumented_load(workdir)
+    if kind == "demo":
+        return start_demo_load(workdir)
+    return start_instrumented_load(workdir, "healthy" if kind == "healthy" else "faults")

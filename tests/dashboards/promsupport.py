@@ -56,7 +56,13 @@ LABELS = frozenset(
         "instance",
     ]
 )
-TEMPLATE_VARIABLES = ("provider", "model", "surface")
+TEMPLATE_VARIABLES = ("job", "instance", "provider", "model", "surface")
+# Prometheus's own series of alert state; its labels are the alert's plus these
+ALERT_SERIES = "ALERTS"
+ALERT_LABELS = frozenset({"alertname", "alertstate", "severity"})
+# every selector of an otelstream series starts with these matchers (ALERTS: the instance may be absent)
+SCOPE = 'job=~"$job", instance=~"$instance"'
+ALERT_SCOPE = 'job=~"$job", instance=~"$instance|"'
 
 _SERIES_TOKEN = re.compile(r"\b(?:gen_ai_client_|otelstream_)[A-Za-z0-9_]*\b")
 _RECORDED_TOKEN = re.compile(r"\b[a-z_]+:[a-z0-9_]+:[a-z0-9_]+\b")
@@ -73,6 +79,19 @@ def series_names(expr: str) -> set[str]:
 
 def recorded_names(expr: str) -> set[str]:
     return set(_RECORDED_TOKEN.findall(_COMMENT.sub("", expr)))
+
+
+def grouping_labels(expr: str) -> set[str]:
+    """Labels named in by / without / on / ignoring / group_* clauses (not in matchers)."""
+    return {m.strip() for group in _GROUPING.findall(_COMMENT.sub("", expr)) for m in group.split(",") if m.strip()}
+
+
+_SELECTOR = re.compile(r"\b((?:gen_ai_client_|otelstream_)[A-Za-z0-9_]*|ALERTS)\b(\{[^}]*\})?")
+
+
+def selectors(expr: str) -> list[tuple[str, str]]:
+    """(series, its ``{...}`` or "") for every raw series named in an expression."""
+    return [(m.group(1), m.group(2) or "") for m in _SELECTOR.finditer(_COMMENT.sub("", expr))]
 
 
 def label_names(expr: str) -> set[str]:
@@ -104,6 +123,7 @@ class PanelQuery:
     panel: str
     ref_id: str
     expr: str
+    no_value: str = ""  # the panel's text for an empty result (Grafana shows "No data" without one)
 
     @property
     def id(self) -> str:
@@ -116,7 +136,8 @@ def panel_queries() -> list[PanelQuery]:
         dash = load_dashboard(path)
         for panel in iter_panels(dash):
             for target in panel.get("targets", []):
-                out.append(PanelQuery(path.stem, panel["title"], target["refId"], target["expr"]))
+                no_value = panel.get("fieldConfig", {}).get("defaults", {}).get("noValue", "")
+                out.append(PanelQuery(path.stem, panel["title"], target["refId"], target["expr"], no_value))
     return out
 
 
@@ -207,6 +228,8 @@ class Prometheus:
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--storage.tsdb.retention.time=1h",
+                # the latency panels ask for exemplars; Prometheus keeps them only with this feature
+                "--enable-feature=exemplar-storage",
                 "--log.level=warn",
             ],
             stdout=self._log_file,
@@ -262,6 +285,13 @@ class Prometheus:
         end = time.time()
         data = self.api("/api/v1/query_range", query=expr, start=str(end - seconds), end=str(end), step="1")
         result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def query_exemplars(self, expr: str, seconds: int = 30) -> list[dict[str, Any]]:
+        end = time.time()
+        result: list[dict[str, Any]] = self.api(
+            "/api/v1/query_exemplars", query=expr, start=str(end - seconds), end=str(end)
+        )
         return result
 
     def label_values(self, label: str, selector: str) -> list[str]:

@@ -30,6 +30,8 @@ EXPECTED_ALERTS = {
     "OtelstreamProviderOutage",
     "OtelstreamCutStreams",
     "OtelstreamIncompleteRatioHigh",
+    "OtelstreamAbandonedRatioHigh",
+    "OtelstreamTrafficStopped",
     "OtelstreamTimeToFirstDeltaSLO",
     "OtelstreamStreamsStalled",
     "OtelstreamSequenceAnomalies",
