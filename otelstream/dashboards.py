@@ -3,15 +3,21 @@
 In a wheel the files live in the package as ``otelstream/_dashboards/`` (hatch force-includes the repository's
 ``dashboards/`` folder there); in a source or editable checkout they are read from the repository's
 ``dashboards/`` next to the package.
+
+When the application names metric attributes (the ``metric_attributes`` setting, or ``--metric-attributes``), the
+Grafana dashboards are written with one variable per attribute label, and every otelstream selector filters by it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -20,6 +26,10 @@ else:  # pragma: no cover - Python 3.10
 
 DEFAULT_DIR = "otelstream-dashboards"
 _SUFFIXES = (".json", ".yml", ".yaml")
+# Every otelstream selector of the shipped dashboards starts with these matchers (the model test holds them to it);
+# ALERTS selectors use `"$instance|"` and are left alone: alerts carry no application attributes.
+_SCOPE = 'job=~"$job", instance=~"$instance"'
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +41,90 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"folder to write into, created if missing (default: ./{DEFAULT_DIR})",
     )
     parser.add_argument("--force", action="store_true", help="overwrite files that exist and differ")
+    parser.add_argument(
+        "--metric-attributes",
+        metavar="KEYS",
+        default=None,
+        help="comma-separated application attribute keys your metrics carry as labels (default: the "
+        "metric_attributes setting); the dashboards get one variable each",
+    )
+
+
+def attribute_labels(keys: str | tuple[str, ...] | list[str]) -> list[str]:
+    """The label of each application attribute key (``.`` → ``_``, DESIGN §4), in order, without repeats."""
+    items = keys.split(",") if isinstance(keys, str) else list(keys)
+    labels: list[str] = []
+    for key in (k.strip() for k in items):
+        if not key:
+            continue
+        label = key.replace(".", "_")
+        if not _LABEL_NAME.fullmatch(label) or label.startswith("__"):
+            raise ValueError(f"metric attribute {key!r} does not make a Prometheus label name")
+        if label not in labels:
+            labels.append(label)
+    return labels
+
+
+def _configured_labels() -> list[str]:
+    """The ``metric_attributes`` setting (its environment form), when this otelstream has it."""
+    from otelstream import config
+
+    return attribute_labels(tuple(getattr(config.load(), "metric_attributes", ())))
+
+
+def with_attribute_variables(content: bytes, labels: list[str]) -> bytes:
+    """A Grafana dashboard with one variable per attribute label (after ``surface``) that every selector uses.
+
+    The variable's All is ``.*``, not Grafana's list of values: streams started outside any ``attributes()`` block
+    have the label empty, and a list of the values would hide them.
+    """
+    if not labels:
+        return content
+    dashboard = json.loads(content)
+    variables = dashboard["templating"]["list"]
+    taken = {v["name"] for v in variables}
+    clash = sorted(taken.intersection(labels))
+    if clash:
+        raise ValueError(f"metric attribute label(s) {', '.join(clash)} would shadow a dashboard variable")
+    datasource = {"type": "prometheus", "uid": "${datasource}"}
+    added = [
+        {
+            "type": "query",
+            "name": label,
+            "label": label,
+            "description": f"The application attribute {label} (metric_attributes), capped per process: "
+            "extra values show as _OTHER; empty for streams started without it.",
+            "datasource": datasource,
+            "query": {
+                "query": f"label_values(otelstream_streams_total{{{_SCOPE}}}, {label})",
+                "refId": f"{label}-query",
+                "qryType": 1,
+            },
+            "refresh": 2,
+            "multi": True,
+            "includeAll": True,
+            "allValue": ".*",
+            "sort": 1,
+            "regex": "",
+            "hide": 0,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "options": [],
+        }
+        for label in labels
+    ]
+    names = [v["name"] for v in variables]
+    at = names.index("surface") + 1 if "surface" in names else len(variables)
+    variables[at:at] = added
+    scope = _SCOPE + "".join(f', {label}=~"${label}"' for label in labels)
+
+    def panels(items: list[Any]) -> None:
+        for panel in items:
+            for target in panel.get("targets", []):
+                target["expr"] = target["expr"].replace(_SCOPE + ",", scope + ",").replace(_SCOPE + "}", scope + "}")
+            panels(panel.get("panels", []))
+
+    panels(dashboard.get("panels", []))
+    return (json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def source_root() -> Traversable:
@@ -60,11 +154,14 @@ def _walk(node: Traversable, prefix: str) -> Iterator[tuple[str, bytes]]:
             yield rel, child.read_bytes()
 
 
-def write(dest: Path, *, force: bool = False) -> tuple[list[Path], list[Path]]:
-    """Write the shipped files under ``dest``. Returns (written, conflicts); conflicts are left untouched."""
+def write(dest: Path, *, force: bool = False, labels: list[str] | None = None) -> tuple[list[Path], list[Path]]:
+    """Write the shipped files under ``dest`` (the dashboards with a variable per attribute label).
+
+    Returns (written, conflicts); conflicts are left untouched."""
     written: list[Path] = []
     conflicts: list[Path] = []
-    for rel, content in shipped_files():
+    for rel, shipped in shipped_files():
+        content = with_attribute_variables(shipped, labels) if labels and rel.endswith(".json") else shipped
         target = dest.joinpath(*rel.split("/"))
         if target.exists() and not force:
             if target.is_file() and target.read_bytes() == content:
@@ -81,8 +178,10 @@ def write(dest: Path, *, force: bool = False) -> tuple[list[Path], list[Path]]:
 def run(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
     try:
-        written, conflicts = write(dest, force=bool(args.force))
-    except (FileNotFoundError, OSError) as exc:
+        keys = getattr(args, "metric_attributes", None)
+        labels = _configured_labels() if keys is None else attribute_labels(keys)
+        written, conflicts = write(dest, force=bool(args.force), labels=labels)
+    except (FileNotFoundError, OSError, ValueError) as exc:
         print(f"otelstream dashboards: {exc}", file=sys.stderr)
         return 2
     for path in written:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
-from promsupport import DASHBOARDS
+from promsupport import (
+    ALERT_SERIES,
+    DASHBOARDS,
+    SCOPE,
+    iter_panels,
+    parse_label_values,
+    selectors,
+    variable_query,
+)
 
 from otelstream import dashboards
 
@@ -79,3 +88,46 @@ def test_through_the_cli(tmp_path: Path) -> None:
 
     assert cli.main(["dashboards", str(tmp_path)]) == 0
     assert (tmp_path / "prometheus" / "otelstream.rules.yml").is_file()
+
+
+def test_metric_attributes_add_a_variable_each_and_every_selector_uses_it(tmp_path: Path) -> None:
+    """``--metric-attributes tenant.id,feature``: variables tenant_id and feature after surface; every otelstream
+    selector filters by both, alert selectors (alerts carry no attributes) by neither; the rules are as shipped."""
+    assert _run(str(tmp_path), "--metric-attributes", "tenant.id, feature,tenant.id") == 0
+    shipped = _shipped()
+    written = tmp_path / "grafana" / "otelstream-streams.json"
+    dash = json.loads(written.read_text(encoding="utf-8"))
+    order = [v["name"] for v in dash["templating"]["list"]]
+    assert order[order.index("surface") + 1 :][:2] == ["tenant_id", "feature"]
+    for name in ("tenant_id", "feature"):
+        (var,) = [v for v in dash["templating"]["list"] if v["name"] == name]
+        assert parse_label_values(variable_query(var)) == (f"otelstream_streams_total{{{SCOPE}}}", name)
+        assert var["includeAll"] and var["multi"] and var["allValue"] == ".*", name
+    attributed = SCOPE + ', tenant_id=~"$tenant_id", feature=~"$feature"'
+    checked = 0
+    for panel in iter_panels(dash):
+        for target in panel.get("targets", []):
+            for series, selector in selectors(target["expr"]):
+                if series == ALERT_SERIES:
+                    assert "tenant_id" not in selector, panel["title"]
+                else:
+                    assert selector.startswith("{" + attributed), (panel["title"], selector)
+                    checked += 1
+    assert checked >= 40
+    rules = "prometheus/otelstream.rules.yml"
+    assert (tmp_path / rules).read_bytes() == shipped[rules]
+    # without attributes the shipped file is written unchanged, so re-running without them reports the difference
+    assert _run(str(tmp_path)) == 1
+
+
+def test_metric_attributes_round_trip_through_grafana_foundation_sdk(tmp_path: Path) -> None:
+    from test_dashboard_model import test_dashboard_round_trips_through_grafana_foundation_sdk as round_trip
+
+    assert _run(str(tmp_path), "--metric-attributes", "tenant") == 0
+    round_trip(tmp_path / "grafana" / "otelstream-streams.json")
+
+
+@pytest.mark.parametrize("keys", ["tenant id", "9lives", "surface", "__name"])
+def test_metric_attributes_that_make_no_label_are_refused(tmp_path: Path, keys: str) -> None:
+    assert _run(str(tmp_path), "--metric-attributes", keys) == 2
+    assert not (tmp_path / "grafana").exists()
