@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterator
 from importlib import resources
@@ -29,7 +28,6 @@ _SUFFIXES = (".json", ".yml", ".yaml")
 # Every otelstream selector of the shipped dashboards starts with these matchers (the model test holds them to it);
 # ALERTS selectors use `"$instance|"` and are left alone: alerts carry no application attributes.
 _SCOPE = 'job=~"$job", instance=~"$instance"'
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,25 +49,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def attribute_labels(keys: str | tuple[str, ...] | list[str]) -> list[str]:
-    """The label of each application attribute key (``.`` → ``_``, DESIGN §4), in order, without repeats."""
-    items = keys.split(",") if isinstance(keys, str) else list(keys)
-    labels: list[str] = []
-    for key in (k.strip() for k in items):
-        if not key:
-            continue
-        label = key.replace(".", "_")
-        if not _LABEL_NAME.fullmatch(label) or label.startswith("__"):
-            raise ValueError(f"metric attribute {key!r} does not make a Prometheus label name")
-        if label not in labels:
-            labels.append(label)
-    return labels
+    """The label of each application attribute key, exactly as the metric sinks name it; a key they would refuse
+    (reserved, another key's label) is an error here."""
+    from otelstream.attribution import valid_key
+    from otelstream.export.points import Schema, attribute_label
+
+    items = [k.strip() for k in (keys.split(",") if isinstance(keys, str) else keys) if k.strip()]
+    for key in items:
+        why = valid_key(key)
+        if why is not None:
+            raise ValueError(f"metric attribute {key!r}: {why}")
+    kept, refused = Schema.usable(tuple(dict.fromkeys(items)))
+    if refused:
+        raise ValueError("; ".join(f"metric attribute {key!r}: {why}" for key, why in refused))
+    return [attribute_label(key) for key in kept]
 
 
 def _configured_labels() -> list[str]:
-    """The ``metric_attributes`` setting (its environment form), when this otelstream has it."""
+    """The labels of the ``metric_attributes`` setting (its environment form)."""
     from otelstream import config
 
-    return attribute_labels(tuple(getattr(config.load(), "metric_attributes", ())))
+    return attribute_labels(config.load().metric_attributes)
 
 
 def with_attribute_variables(content: bytes, labels: list[str]) -> bytes:

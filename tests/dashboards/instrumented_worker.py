@@ -8,7 +8,8 @@ streams (the metrics endpoint stays up: a service whose traffic stopped). The ``
 otelstream.rules.yml but the traffic one within seconds: per label set more than 5 % bad outcomes (cut, failed,
 transport_error, http_error), more than 10 % incomplete and abandoned, more than 5 % first deltas later than
 2.56 s, stalls longer than the stall threshold, and sequence gaps. The ``healthy`` mix completes every stream.
-Spans go to an SDK TracerProvider without exporters, so the histograms carry exemplars.
+Spans go to an SDK TracerProvider without exporters, so the histograms carry exemplars. Streams carry the
+application attribute ``tenant`` as a metric label (``acme`` or ``globex``; every third stream none).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from otelstream.demo.provider import FAULT_HEADER, PAUSE_HEADER, TTFD_HEADER, se
 
 STALL_THRESHOLD_S = 0.3
 THREADS = {"faults": 12, "healthy": 3}
+TENANTS = ("acme", "globex", "")  # "": a stream started outside any attributes() block
 # (surface, fault, extra headers): a round-robin plan, so every label set sees every fault it can have
 PLAN: list[tuple[str, str, dict[str, str]]] = []
 for surface in ("responses", "chat_completions", "messages"):
@@ -94,20 +96,24 @@ def main() -> None:
     mix = sys.argv[2] if len(sys.argv) > 2 else "faults"
     stopped = threading.Event()
     signal.signal(signal.SIGUSR1, lambda signum, frame: stopped.set())
-    otelstream.instrument(tracer_provider=TracerProvider(), stall_threshold_s=STALL_THRESHOLD_S)
+    otelstream.instrument(
+        tracer_provider=TracerProvider(), stall_threshold_s=STALL_THRESHOLD_S, metric_attributes=("tenant",)
+    )
     otelstream.start_metrics_server(port=port, addr="127.0.0.1")
     with serve(websocket=False) as provider:
         oa = openai.OpenAI(**provider.openai_kwargs(max_retries=0, timeout=10.0))
         an = anthropic.Anthropic(**provider.anthropic_kwargs(max_retries=0, timeout=10.0))
         plan = itertools.cycle(HEALTHY_PLAN if mix == "healthy" else PLAN)
+        tenants = itertools.cycle(TENANTS)
         lock = threading.Lock()
 
         def work() -> None:
             while not stopped.is_set():
                 with lock:
                     surface, fault, extra = next(plan)
+                    tenant = next(tenants)
                 # the faults raise by design (in-band errors, resets, HTTP 500)
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception), otelstream.attributes(**({"tenant": tenant} if tenant else {})):
                     stream_once(oa, an, surface, fault, extra)
 
         for n in range(THREADS[mix]):

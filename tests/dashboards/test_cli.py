@@ -127,7 +127,16 @@ def test_metric_attributes_round_trip_through_grafana_foundation_sdk(tmp_path: P
     round_trip(tmp_path / "grafana" / "otelstream-streams.json")
 
 
-@pytest.mark.parametrize("keys", ["tenant id", "9lives", "surface", "__name"])
-def test_metric_attributes_that_make_no_label_are_refused(tmp_path: Path, keys: str) -> None:
+@pytest.mark.parametrize("keys", ["surface", "tenant.id,tenant_id", "otelstream.outcome", "model", "__name"])
+def test_metric_attributes_the_sinks_refuse_are_refused(tmp_path: Path, keys: str) -> None:
+    """A built-in label, two keys with one label, a reserved key, a variable's name: no dashboard."""
     assert _run(str(tmp_path), "--metric-attributes", keys) == 2
     assert not (tmp_path / "grafana").exists()
+
+
+def test_metric_attributes_default_to_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Labels named as the exporters name them (``tenant id`` → ``tenant_id``), from OTELSTREAM_METRIC_ATTRIBUTES."""
+    monkeypatch.setenv("OTELSTREAM_METRIC_ATTRIBUTES", "tenant id,9lives")
+    assert _run(str(tmp_path)) == 0
+    dash = json.loads((tmp_path / "grafana" / "otelstream-streams.json").read_text(encoding="utf-8"))
+    assert {"tenant_id", "_lives"} <= {v["name"] for v in dash["templating"]["list"]}

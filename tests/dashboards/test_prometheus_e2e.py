@@ -56,7 +56,7 @@ from promsupport import (
     variable_query,
 )
 
-from otelstream import names
+from otelstream import dashboards, names
 
 pytestmark = [
     pytest.mark.prometheus,
@@ -340,6 +340,24 @@ def test_healthy_panel_shows_data_not_no_data(healthy: Scenario, query: PanelQue
 
 def test_healthy_mix_trips_no_alert(healthy: Scenario) -> None:
     assert _alerts_of(healthy.prometheus, healthy.job) == []
+
+
+def test_attribute_variables_filter_the_real_labels(healthy: Scenario, tmp_path: Path) -> None:
+    """``otelstream dashboards --metric-attributes tenant`` against the worker's tenant label: the variable lists
+    the tenants, and every panel returns data for All (streams without a tenant included) and for one tenant."""
+    dashboards.write(tmp_path, labels=dashboards.attribute_labels("tenant"))
+    dash = load_dashboard(tmp_path / "grafana" / "otelstream-streams.json")
+    (variable,) = [v for v in dash["templating"]["list"] if v["name"] == "tenant"]
+    selector, label = parse_label_values(substitute(variable_query(variable), healthy.variables, "1m", "1m"))
+    assert {"acme", "globex"} <= set(healthy.prometheus.label_values(label, selector))
+    for tenant in (variable["allValue"], "acme"):
+        variables = {**healthy.variables, "tenant": tenant}
+        for panel in iter_panels(dash):
+            if panel.get("fieldConfig", {}).get("defaults", {}).get("noValue"):
+                continue
+            for target in panel.get("targets", []):
+                expr = substitute(target["expr"], variables, RATE_INTERVAL, INTERVAL)
+                assert healthy.prometheus.query_range(expr, seconds=30), f"{panel['title']} tenant={tenant}: {expr}"
 
 
 def test_traffic_alert_fires_when_the_load_stops(healthy: Scenario) -> None:
