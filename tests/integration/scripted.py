@@ -53,6 +53,7 @@ class Script:
     headers: dict[str, str] = field(default_factory=dict)
     served: threading.Event = field(default_factory=threading.Event)
     fail_first: int = 0  # requests still to answer with a retryable 503
+    bodies: list[bytes] = field(default_factory=list)  # the request bodies received, in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -66,14 +67,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
-        if length:
-            self.rfile.read(length)
-        self._serve()
+        self._serve(self.rfile.read(length) if length else b"")
 
     def do_GET(self) -> None:
-        self._serve()
+        self._serve(b"")
 
-    def _serve(self) -> None:
+    def _serve(self, request_body: bytes) -> None:
         key = self.headers.get(SCRIPT_HEADER) or _path_key(self.path)
         script = self.server.scripts.get(key)
         if script is None:
@@ -86,6 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         with script.lock:
+            script.bodies.append(request_body)
             retry = script.fail_first > 0
             script.fail_first -= retry
         if retry:
@@ -184,6 +184,10 @@ class ScriptedServer:
         key = f"s{next(self._ids)}"
         self._http.scripts[key] = Script(list(steps), status, dict(headers or {}), fail_first=fail_first)
         return key
+
+    def bodies(self, key: str) -> list[bytes]:
+        """The request bodies the script has received (what the client asked for)."""
+        return list(self._http.scripts[key].bodies)
 
     def served(self, key: str, timeout: float = 5.0) -> bool:
         return self._http.scripts[key].served.wait(timeout)
