@@ -25,6 +25,7 @@ from openai.types.responses import ResponseStreamEvent
 
 from otelstream import names
 from otelstream.core import tracker as tr
+from otelstream.core.chunk_time import CHUNK_BOUNDS_NS
 from otelstream.core.report import StreamStart
 
 SETTINGS = settings(
@@ -33,7 +34,7 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 MS = 1_000_000
-BOUNDS = tr._CHUNK_BOUNDS_NS
+BOUNDS = CHUNK_BOUNDS_NS
 gaps = st.one_of(
     st.sampled_from([0, 1, *BOUNDS, *(b + 1 for b in BOUNDS), *(b - 1 for b in BOUNDS), 2**64 - 1, 2**64, 2**70]),
     st.integers(min_value=0, max_value=200 * 10**9),

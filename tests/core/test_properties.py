@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otelstream import names
+from otelstream.core.chunk_time import CHUNK_BOUNDS_NS, spread_sums
 from otelstream.core.report import StreamStart
-from otelstream.core.tracker import _CHUNK_BOUNDS_NS, END_REASONS, StreamTracker, spread_sums
+from otelstream.core.tracker import END_REASONS, StreamTracker
 
 # OTELSTREAM_HYPOTHESIS_EXAMPLES=4000 for a longer hunt (4 000 examples ran clean, about 90 s)
 SETTINGS = settings(
@@ -207,23 +208,23 @@ def test_memory_bounded_whatever_the_length(surface: str, pool: list[dict[str, A
     assert t.end("eof") is not None
 
 
-around_bounds = st.sampled_from(_CHUNK_BOUNDS_NS).flatmap(lambda b: st.integers(b - 2, b + 2))
+around_bounds = st.sampled_from(CHUNK_BOUNDS_NS).flatmap(lambda b: st.integers(b - 2, b + 2))
 
 
 @SETTINGS
 @given(st.lists(st.one_of(st.integers(0, 2**42), around_bounds), max_size=80))
 def test_spread_sums_keep_count_sum_and_placement(gaps: list[int]) -> None:
     """Per-bucket sums from counts and their total: the total is kept, and each bucket's mean lies in the bucket."""
-    counts = [0] * (len(_CHUNK_BOUNDS_NS) + 1)
+    counts = [0] * (len(CHUNK_BOUNDS_NS) + 1)
     for g in gaps:
-        counts[bisect.bisect_left(_CHUNK_BOUNDS_NS, g)] += 1
+        counts[bisect.bisect_left(CHUNK_BOUNDS_NS, g)] += 1
     sums = spread_sums(counts, sum(gaps))
     assert sum(sums) == sum(gaps)
     for i, (c, s) in enumerate(zip(counts, sums, strict=True)):
         if not c:
             assert s == 0
             continue
-        low = _CHUNK_BOUNDS_NS[i - 1] if i else -1
+        low = CHUNK_BOUNDS_NS[i - 1] if i else -1
         assert low * c < s  # every value of the bucket is above the previous bound ...
-        if i < len(_CHUNK_BOUNDS_NS):
-            assert s <= _CHUNK_BOUNDS_NS[i] * c  # ... and at most its own (le is inclusive)
+        if i < len(CHUNK_BOUNDS_NS):
+            assert s <= CHUNK_BOUNDS_NS[i] * c  # ... and at most its own (le is inclusive)

@@ -4,7 +4,7 @@ types as the first member of their union. Fields are read with ``dict.get`` (abo
 missing pydantic field (about 2 µs) and never ``model_dump``. Pure modules.
 
 An observer returns ``DELTA``, ``OTHER`` or ``KEEPALIVE`` and reports rarer facts (terminal events, usage,
-sequence numbers, anomalies) through the tracker's methods.
+sequence numbers, anomalies) through the methods of the per-stream state (``core/state.py``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from otelstream.core.protocols.messages import observe_messages
 from otelstream.core.protocols.responses import observe_responses
 
 if TYPE_CHECKING:
-    from otelstream.core.tracker import StreamTracker
+    from otelstream.core.state import StreamState
 
 # (tracker, the event's field dict, its SSE name, the event itself: for fields an SDK model keeps as extras)
-Observer = Callable[["StreamTracker", dict[str, Any], "str | None", object], int]
+Observer = Callable[["StreamState", dict[str, Any], "str | None", object], int]
 
 
-def observe_unknown(tracker: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_unknown(tracker: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     tracker.anomaly(names.ANOM_UNKNOWN_EVENT, "unsupported surface")
     return OTHER
 

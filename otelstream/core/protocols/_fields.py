@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from otelstream.core.tracker import StreamTracker
+    from otelstream.core.state import StreamState
 
 OTHER = 0
 DELTA = 1
@@ -46,7 +46,7 @@ def error_code(err: object) -> str | None:
     return None
 
 
-def inband_error(tracker: StreamTracker, err: object) -> None:
+def inband_error(tracker: StreamState, err: object) -> None:
     """An ``{"error": …}`` object after HTTP 200 (any surface)."""
     from otelstream import names
 

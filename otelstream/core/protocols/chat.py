@@ -16,7 +16,7 @@ from otelstream import names
 from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, extra, fields, inband_error, nonempty
 
 if TYPE_CHECKING:
-    from otelstream.core.tracker import StreamTracker
+    from otelstream.core.state import StreamState
 
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 _PART_KEYS = ("text", "thinking", "reasoning")
@@ -56,11 +56,11 @@ def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> bool:
     return nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning"))
 
 
-def observe_completions(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_completions(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     return observe_chat(t, d, name, ev, False)
 
 
-def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None, chat: bool = True) -> int:
+def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None, chat: bool = True) -> int:
     """Chat chunks (``chat=False``: legacy completions chunks, whose payload is ``choices[].text``)."""
     err = d.get("error")
     if err is not None:
@@ -134,19 +134,19 @@ def observe_chat(t: StreamTracker, d: dict[str, Any], name: str | None, ev: obje
     return DELTA if is_delta else OTHER
 
 
-def _finished(t: StreamTracker, index: int, reason: str) -> None:
+def _finished(t: StreamState, index: int, reason: str) -> None:
     if reason in _INCOMPLETE_REASONS:
         t.outcome_seen(names.INCOMPLETE, terminal=False)
     if t.choice_finished(index, reason) and (t.usage_seen or not t.usage_requested):
         _complete(t)
 
 
-def _complete(t: StreamTracker) -> None:
+def _complete(t: StreamState) -> None:
     if not t.terminal:
         t.outcome_seen(names.COMPLETED, terminal=True)
 
 
-def _usage(t: StreamTracker, usage: object) -> None:
+def _usage(t: StreamState, usage: object) -> None:
     u = fields(usage)
     if not u:
         return

@@ -15,7 +15,7 @@ from otelstream import names
 from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, error_code, fields, inband_error
 
 if TYPE_CHECKING:
-    from otelstream.core.tracker import StreamTracker
+    from otelstream.core.state import StreamState
 
 _PAYLOAD_KEY = {
     "text_delta": "text",
@@ -28,7 +28,7 @@ _INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", 
 _OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})
 
 
-def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_messages(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     typ = d.get("type")
     if typ is None:
         typ = name
@@ -95,7 +95,7 @@ def observe_messages(t: StreamTracker, d: dict[str, Any], name: str | None, ev: 
     return OTHER
 
 
-def _usage(t: StreamTracker, usage: object) -> None:
+def _usage(t: StreamState, usage: object) -> None:
     u = fields(usage)
     if not u:
         return

@@ -14,7 +14,7 @@ from otelstream import names
 from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_code, fields, inband_error, nonempty
 
 if TYPE_CHECKING:
-    from otelstream.core.tracker import StreamTracker
+    from otelstream.core.state import StreamState
 
 _K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING = range(8)
 
@@ -97,7 +97,7 @@ _KIND.update(
 KNOWN_TYPES = frozenset(_KIND)
 
 
-def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
     typ = d.get("type")
     response = d.get("response")
     if typ is None:
@@ -171,7 +171,7 @@ def observe_responses(t: StreamTracker, d: dict[str, Any], name: str | None, ev:
     return OTHER
 
 
-def _response(t: StreamTracker, response: object) -> None:
+def _response(t: StreamState, response: object) -> None:
     """Identity and usage from the Response object embedded in lifecycle and terminal events."""
     r = fields(response)
     if not r:

@@ -1,0 +1,385 @@
+"""The per-stream state: everything one stream's tracker knows, and the methods through which the protocol modules
+(``core/protocols/``) report what an event says: terminal conditions, usage, sequence numbers, choices, anomalies.
+
+``StreamState`` is the tracker's base class (``core/tracker.py`` adds the hot path and the end); the protocol
+modules depend on this module only. These methods run on rare events (not per delta) and every one keeps the
+tracker's invariants: O(1) time and bounded memory per stream, no input makes them raise (wrong types, missing
+fields, NaN usage become anomalies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from otelstream import names
+from otelstream.core.report import Anomaly, Stall, StreamReport, StreamStart
+
+Clock = Callable[[], int]
+
+# outcome ranks for precedence: error > failed > incomplete > completed
+RANK_NONE, RANK_COMPLETED, RANK_INCOMPLETE, RANK_FAILED, RANK_ERROR = 0, 1, 2, 3, 4
+OUTCOME_BY_RANK = {
+    RANK_COMPLETED: names.COMPLETED,
+    RANK_INCOMPLETE: names.INCOMPLETE,
+    RANK_FAILED: names.FAILED,
+    RANK_ERROR: names.ERROR,
+}
+_RANK_BY_OUTCOME = {v: k for k, v in OUTCOME_BY_RANK.items()}
+
+_SEQ_WINDOW = 64
+_SEQ_MASK = (1 << _SEQ_WINDOW) - 1
+MAX_CHOICES = 128
+_MAX_ERROR_TYPE_LEN = 64
+_INT64_MAX = 2**63 - 1  # counts beyond this cannot be exported (OTLP and Prometheus encode int64 / float64)
+
+
+class StreamState:
+    """What one stream's tracker knows. Not thread-safe by design: one stream is consumed by one thread at a time."""
+
+    __slots__ = (
+        "_anomalies",
+        "_anomaly_counts",
+        "_choices_finished",
+        "_chunk_counts",
+        "_fast",
+        "_pre_pull_ns",
+        "_sdk_first",
+        "_seq_last_at",
+        "_seq_win_top",
+        "_stalls",
+        "_wait_alarm",
+        "_wait_first",
+        "choices_seen",
+        "client_filter_after",
+        "clock",
+        "consumer_ns",
+        "done_ended",
+        "done_observable",
+        "done_seen",
+        "ended",
+        "error_type",
+        "expected_choices",
+        "finish_reasons",
+        "handle",
+        "keepalives",
+        "last_choice",
+        "max_wait_ns",
+        "others",
+        "rank",
+        "report",
+        "request_id",
+        "response_id",
+        "response_model",
+        "retries",
+        "sdk_ns",
+        "seq_bad_start",
+        "seq_duplicates",
+        "seq_first",
+        "seq_gaps",
+        "seq_last",
+        "seq_missing",
+        "seq_next",
+        "seq_out_of_order",
+        "seq_skipped",
+        "seq_window",
+        "service_tier",
+        "stall_count",
+        "stall_ns",
+        "start",
+        "starting_after",
+        "surface",
+        "system_fingerprint",
+        "t_first_delta",
+        "t_first_event",
+        "t_frame",
+        "t_handed",
+        "t_last_event",
+        "t_last_ns",
+        "t_prev_delta",
+        "t_pull",
+        "t_request",
+        "t_terminal",
+        "terminal",
+        "unobserved",
+        "usage_cache_read",
+        "usage_cache_write",
+        "usage_input",
+        "usage_input_raw",
+        "usage_output",
+        "usage_reasoning",
+        "usage_requested",
+        "usage_seen",
+        "wait_ns",
+    )
+
+    def __init__(
+        self,
+        start: StreamStart,
+        *,
+        clock: Clock,
+        expected_choices: int | None = None,
+        usage_requested: bool | None = None,
+        starting_after: int | None = None,
+        client_filter_after: int | None = None,
+        done_observable: bool = True,
+        stall_threshold_ns: int = 30_000_000_000,
+        retries: int = 0,
+        request_id: str | None = None,
+        unobserved: frozenset[str] = frozenset(),
+    ) -> None:
+        """``usage_requested`` None means "infer from the chunks" (offline: a ``usage`` key is present).
+        ``starting_after``: a server-side resume (the first sequence number must be N+1).
+        ``client_filter_after``: the SDK helper replays from 0 and hides events up to N from the caller, so the
+        first delta counts only after N. ``done_observable``: whether ``[DONE]`` can be seen at this layer.
+        ``unobserved``: the ``names.MEASURE_*`` this stream cannot observe (a patch point missing from the SDK): they
+        are reported as unknown (None), and the anomalies that rest on them are not raised."""
+        self.start = start
+        self.surface = start.surface
+        self.clock = clock
+        self.t_request = start.t_request_ns or clock()
+        self.t_pull = 0
+        self.t_frame = 0  # when the SSE frame of the event being built was decoded (set by the adapter's tap)
+        self.t_handed = 0  # when the stream was handed to the caller (0: unknown, offline)
+        self._pre_pull_ns = 0  # t_handed to the first pull: the caller's time, counted as consumer time
+        self.sdk_ns = 0  # the SDK's own work on events, from their frames' decoding to the caller (not wait)
+        self._sdk_first = 0  # of it, before the first event reached the caller
+        self.t_last_ns = self.t_request
+        self.t_last_event = 0
+        self.t_first_event = 0
+        self.t_first_delta = 0
+        self.t_prev_delta = 0
+        self.t_terminal = 0
+        self.wait_ns = 0
+        self._wait_first = 0  # the wait before the first event (not between events: not part of consumer time)
+        self.consumer_ns = 0
+        self.max_wait_ns = 0
+        self.stall_ns = stall_threshold_ns
+        self._wait_alarm = 0  # min(max_wait_ns, stall_ns): one comparison per event finds both
+        self.stall_count = 0
+        self._stalls: list[Stall] | None = None
+        self.others = 0  # events that are not deltas (events = deltas + others)
+        self.keepalives = 0
+        self.done_seen = False
+        self.done_ended = False  # chat/completions: [DONE] was the terminal condition (no finish on every choice)
+        self.unobserved = unobserved
+        self.done_observable = done_observable and names.MEASURE_DONE_SENTINEL not in unobserved
+        self.ended = False
+        self.handle: object = None
+        self.rank = RANK_NONE
+        self.terminal = False
+        self.error_type: str | None = None
+        self.finish_reasons: list[str] = []
+        self.expected_choices = expected_choices
+        self.choices_seen: set[int] | None = None
+        self.last_choice: object = None  # the index choice_seen() accepted last (chunks repeat it)
+        self._choices_finished: dict[int, str] | None = None
+        self.usage_requested = usage_requested
+        self.usage_seen = False
+        self.usage_input: int | None = None
+        self.usage_input_raw: int | None = None  # Anthropic: input before adding the cache counts
+        self.usage_output: int | None = None
+        self.usage_cache_read: int | None = None
+        self.usage_cache_write: int | None = None
+        self.usage_reasoning: int | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self.service_tier: str | None = None
+        self.system_fingerprint: str | None = None
+        self.report: StreamReport | None = None  # the one report, once ended (otelstream.report_of reads it)
+        self.request_id = request_id
+        self.retries = retries
+        self.starting_after = starting_after
+        self.client_filter_after = client_filter_after
+        self.seq_first: int | None = None
+        self.seq_last: int | None = None
+        self.seq_next: int | None = None  # the number expected next (None before the first)
+        self.seq_window = 0  # bit k set: number (_seq_win_top - 1 - k) was seen
+        self._seq_win_top = 0
+        self._seq_last_at = 0  # seq_next when seq_last was recorded
+        self.seq_gaps = 0
+        self.seq_skipped = 0
+        self.seq_duplicates = 0
+        self.seq_out_of_order = 0
+        self.seq_bad_start = False
+        self.seq_missing = False
+        self._anomalies: list[Anomaly] | None = None
+        self._anomaly_counts: dict[str, int] | None = None
+        self._chunk_counts: list[int] | None = None  # time per output chunk: counts per bucket (sums derived)
+        self._fast = 0  # the tracker's flat-path code while steady (see StreamTracker.event); 0 turns it off
+
+    @property
+    def deltas(self) -> int:
+        """Deltas so far: the first, plus one per gap counted in the time-per-chunk buckets."""
+        counts = self._chunk_counts
+        return 0 if counts is None else 1 + sum(counts)
+
+    @property
+    def events(self) -> int:
+        """Parsed events so far, keepalives and ``[DONE]`` excluded."""
+        return self.deltas + self.others
+
+    # --- called by protocol modules (rare events, not per delta) --------------------------------------------
+    def sequence(self, n: object) -> None:
+        """Check one ``sequence_number`` (per response, O(1)). Protocol modules take the in-order case themselves
+        (``n == seq_next``: just advance ``seq_next``); the 64-number window of what was seen is brought up to date
+        here, lazily: every number from ``_seq_win_top`` to ``seq_next - 1`` arrived in order."""
+        if type(n) is not int or not 0 <= n <= _INT64_MAX:
+            if n is None:
+                self.missing_sequence()
+            else:
+                # wrong type, negative, or beyond what any exporter can encode (int64)
+                self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
+            return
+        nxt = self.seq_next
+        if nxt is None:
+            self.seq_first = n
+            expected = 0 if self.starting_after is None else self.starting_after + 1
+            if n != expected:
+                self.seq_bad_start = True
+                self.anomaly(names.ANOM_SEQUENCE_BAD_START, f"expected {expected}, got {n}")
+            self.seq_window = 1
+        else:
+            run = nxt - self._seq_win_top  # numbers that arrived in order since the window was last updated
+            if run >= _SEQ_WINDOW:
+                self.seq_window = _SEQ_MASK
+            elif run:
+                self.seq_window = ((self.seq_window << run) | ((1 << run) - 1)) & _SEQ_MASK
+            if n >= nxt:
+                if n > nxt:
+                    self.seq_gaps += 1
+                    self.seq_skipped += n - nxt
+                    self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {nxt}, got {n}")
+                shift = n - nxt + 1
+                self.seq_window = ((self.seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
+            else:
+                back = nxt - 1 - n
+                first = self.seq_first if self.seq_first is not None else 0
+                if back < _SEQ_WINDOW and n >= first and (self.seq_window >> back) & 1:
+                    self.seq_duplicates += 1
+                    self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
+                else:
+                    self.seq_out_of_order += 1
+                    self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.last_sequence()}")
+                    if back < _SEQ_WINDOW:
+                        self.seq_window |= 1 << back
+                self._seq_win_top = nxt
+                self.seq_last = n
+                self._seq_last_at = nxt
+                return
+        self.seq_next = n + 1
+        self._seq_win_top = n + 1
+        self.seq_last = n
+        self._seq_last_at = n + 1
+
+    def last_sequence(self) -> int | None:
+        """The sequence number seen last: ``seq_next - 1`` unless the last one seen arrived out of order."""
+        if self.seq_next is None:
+            return None
+        return self.seq_last if self._seq_last_at == self.seq_next else self.seq_next - 1
+
+    def missing_sequence(self) -> None:
+        if not self.seq_missing:
+            self.seq_missing = True
+            self.anomaly(names.ANOM_SEQUENCE_MISSING, "event without sequence_number")
+
+    def anomaly(self, kind: str, detail: str = "") -> None:
+        counts = self._anomaly_counts
+        if counts is None:
+            counts = self._anomaly_counts = {}
+            self._anomalies = []
+        counts[kind] = counts.get(kind, 0) + 1
+        found = self._anomalies
+        if found is not None and len(found) < names.MAX_REPORTED_ANOMALIES:
+            found.append(Anomaly(kind, self.events, detail[:200]))
+
+    def outcome_seen(self, outcome: str, *, terminal: bool) -> None:
+        """A terminal-ish condition: keeps the highest-precedence outcome seen; ``terminal`` ends the answer."""
+        rank = _RANK_BY_OUTCOME[outcome]
+        if rank > self.rank:
+            self.rank = rank
+        if terminal and not self.terminal:
+            self.terminal = True
+            self._fast = 0
+            self.t_terminal = self.clock()
+
+    def saw_error(self) -> bool:
+        """An in-band error was seen (the highest-precedence outcome is ``error``)."""
+        return self.rank == RANK_ERROR
+
+    def after_terminal(self) -> bool:
+        """Record (once per event) that the server kept talking after the terminal event."""
+        if self.terminal:
+            self.anomaly(names.ANOM_EVENT_AFTER_TERMINAL)
+            return True
+        return False
+
+    def set_error_type(self, value: object) -> None:
+        if self.error_type is None and isinstance(value, str) and value:
+            self.error_type = value[:_MAX_ERROR_TYPE_LEN]
+
+    def add_finish_reason(self, reason: object) -> None:
+        if isinstance(reason, str) and len(self.finish_reasons) < MAX_CHOICES:
+            self.finish_reasons.append(reason[:_MAX_ERROR_TYPE_LEN])
+
+    def choice_seen(self, index: object) -> int | None:
+        """Track a chat/completions choice index (bounded); returns it, or None when unusable. Most streams have one
+        choice: a set of the indices is made only when a second one appears."""
+        if type(index) is not int or index < 0:
+            if index is not None:
+                self.anomaly(names.ANOM_BAD_FIELD, "choice index")
+            return None if index is not None else 0
+        if index == self.last_choice:
+            return index
+        seen = self.choices_seen
+        if seen is None:
+            if self.last_choice is None:
+                self.last_choice = index
+                return index
+            seen = self.choices_seen = {self.last_choice}  # type: ignore[arg-type]
+        if index not in seen:
+            if len(seen) >= MAX_CHOICES:
+                self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
+                return None
+            seen.add(index)
+            if self.terminal and self.expected_choices is None and self.rank < RANK_FAILED:
+                # "every choice finished" was judged on the choices seen so far (offline, or n not in the request):
+                # a new one means the answer was not over
+                self.terminal = False
+                self.t_terminal = 0
+        self.last_choice = index
+        return index
+
+    def choice_finished(self, index: int, reason: str) -> bool:
+        """Record a choice's finish; returns True when every expected choice has finished."""
+        finished = self._choices_finished
+        if finished is None:
+            finished = self._choices_finished = {}
+        if index in finished:
+            self.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, f"choice {index} finished twice")
+            return False
+        finished[index] = reason
+        self.add_finish_reason(reason)
+        return self.all_choices_finished()
+
+    def all_choices_finished(self) -> bool:
+        finished = self._choices_finished
+        if not finished:
+            return False
+        n = self.expected_choices
+        if n is not None and n > 0:
+            return len(finished) >= n
+        seen = self.choices_seen
+        return len(finished) >= (len(seen) if seen is not None else 1)
+
+    def tokens(self, value: object, what: str) -> int | None:
+        """Validate a token count from the server: a non-negative int, else an anomaly and None."""
+        if value is None:
+            return None
+        if type(value) is int and 0 <= value <= _INT64_MAX:
+            return value
+        # the range check comes before int(): int(inf) raises OverflowError
+        if type(value) is float and 0 <= value < 1e18 and value == int(value):
+            return int(value)
+        self.anomaly(names.ANOM_BAD_FIELD, f"{what}={value!r}"[:80])
+        return None
+
