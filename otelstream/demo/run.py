@@ -13,34 +13,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
-from otelstream import names
 from otelstream.demo import faults as F
+from otelstream.demo.drive import Clients, Progress, close_clients, drive, make_clients, warm_up
+from otelstream.demo.plan import MODEL_BY_SURFACE, Job, expected_by_surface, plan, serve_plan
 
 DEFAULT_STREAMS: Final = 300
 DEFAULT_CONCURRENCY: Final = 48
 DEFAULT_METRICS_PORT: Final = 9464
 STALL_THRESHOLD_S: Final = 1.0  # the demo's `stall` pauses 1.5 s: over this threshold, so the stall gauge moves
-ABANDON_AFTER_DELTAS: Final = 2
-# One model per surface: the semantic-convention series (TTFD, tokens) carry no surface label, so the table (and a
-# Grafana panel filtered by model) tells the surfaces apart by model.
-MODEL_BY_SURFACE: Final = {
-    names.RESPONSES: "gpt-4o-mini",
-    names.RESPONSES_WEBSOCKET: "gpt-4.1-mini",
-    names.CHAT_COMPLETIONS: "gpt-4o",
-    names.COMPLETIONS: "gpt-3.5-turbo-instruct",
-    names.MESSAGES: "claude-sonnet-4-5",
-}
-SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
-_TERMINAL_WS: Final = ("response.completed", "response.failed", "response.incomplete", "error")
 
 
 def _positive(text: str) -> int:
@@ -76,277 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--provider-port", type=int, default=0, help="fake provider port (default: any free)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-# --- the plan ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    index: int
-    surface: str
-    fault: str
-    is_async: bool
-
-
-def plan(streams: int, mix: F.FaultMix, seed: int) -> list[Job]:
-    """Exactly ``mix.counts(streams)`` faults, each on a surface where it applies; a pure function of the seed."""
-    rng = random.Random(seed)
-    return _jobs(mix.assign(streams, rng), rng)
-
-
-def serve_plan(streams: int, mix: F.FaultMix, seed: int) -> list[Job]:
-    """One round of ``--serve``'s light traffic: every fault of the mix once, the rest of ``streams`` by weight.
-    (Rounds allocated by weight alone gave a small round the same few faults every time: ``outage`` in rounds of 4
-    never served a cut or an error.)"""
-    rng = random.Random(seed)
-    every = [name for name, _ in mix.weights]
-    faults = every + mix.assign(max(0, streams - len(every)), rng)
-    rng.shuffle(faults)
-    return _jobs(faults, rng)
-
-
-def _jobs(faults: list[str], rng: random.Random) -> list[Job]:
-    return [Job(i, rng.choice(DEMO_SURFACES[fault]), fault, rng.random() < 0.5) for i, fault in enumerate(faults)]
-
-
-DEMO_SURFACES: Final[Mapping[str, tuple[str, ...]]] = {
-    **F.DEMO_SURFACES_BY_FAULT,
-    F.ABANDON: SSE_SURFACES,  # closing a WebSocket mid-response is a cut or an abandon depending on the observer
-}
-
-
-def expected_by_surface(jobs: list[Job]) -> dict[str, dict[str, int]]:
-    """surface → outcome → streams, as the fault table promises."""
-    out: dict[str, dict[str, int]] = {}
-    for job in jobs:
-        per = out.setdefault(job.surface, {})
-        outcome = F.EXPECTED_OUTCOME[job.fault]
-        per[outcome] = per.get(outcome, 0) + 1
-    return out
-
-
-# --- progress ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    total: int
-    enabled: bool = True
-    done: int = 0
-    started: float = field(default_factory=time.monotonic)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _last_pct: int = -1
-
-    def tick(self) -> None:
-        with self._lock:
-            self.done += 1
-
-    def draw(self, final: bool = False) -> None:
-        if not self.enabled:
-            return
-        done, total = self.done, max(1, self.total)
-        pct = int(100 * done / total)
-        elapsed = time.monotonic() - self.started
-        width = 30
-        bar = "#" * (width * done // total) + "-" * (width - width * done // total)
-        line = f"  streams [{bar}] {done}/{self.total}  {pct:3d}%  {elapsed:5.1f} s"
-        if sys.stderr.isatty():
-            sys.stderr.write("\r" + line + ("\n" if final else ""))
-        elif final or pct // 25 != self._last_pct // 25:  # a log file gets a line per quarter, not a spinner
-            sys.stderr.write(line + "\n")
-        self._last_pct = pct
-        sys.stderr.flush()
-
-
-# --- driving streams ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Clients:
-    openai: Any
-    openai_async: Any
-    anthropic: Any
-    anthropic_async: Any
-
-
-def _request(job: Job) -> tuple[Callable[[Any], Any], dict[str, Any]]:
-    from otelstream.demo.provider import FAULT_HEADER
-
-    fault = F.OK if job.fault == F.ABANDON else job.fault
-    headers = {FAULT_HEADER: fault}
-    model = MODEL_BY_SURFACE[job.surface]
-    if job.surface == names.RESPONSES:
-        return (lambda c: c.responses.create), {"model": model, "input": "Say hello.", "stream": True,
-                                               "extra_headers": headers}  # fmt: skip
-    if job.surface == names.CHAT_COMPLETIONS:
-        return (lambda c: c.chat.completions.create), {
-            "model": model, "messages": [{"role": "user", "content": "Say hello."}], "stream": True,
-            "stream_options": {"include_usage": True}, "extra_headers": headers,
-        }  # fmt: skip
-    if job.surface == names.COMPLETIONS:
-        return (lambda c: c.completions.create), {"model": model, "prompt": "Say hello.", "stream": True,
-                                                 "stream_options": {"include_usage": True},
-                                                 "extra_headers": headers}  # fmt: skip
-    return (lambda c: c.messages.create), {"model": model, "max_tokens": 256, "stream": True,
-                                          "messages": [{"role": "user", "content": "Say hello."}],
-                                          "extra_headers": headers}  # fmt: skip
-
-
-def _is_delta(item: Any) -> bool:
-    """Cheap client-side guess, only to know when an `abandon` caller should walk away."""
-    kind = getattr(item, "type", None)
-    if isinstance(kind, str):
-        return kind.endswith(".delta") or kind == "content_block_delta"
-    return bool(getattr(item, "choices", None))
-
-
-def _client_for(clients: Clients, job: Job) -> Any:
-    anth = job.surface == names.MESSAGES
-    client = (
-        (clients.anthropic_async if job.is_async else clients.anthropic)
-        if anth
-        else (clients.openai_async if job.is_async else clients.openai)
-    )
-    if job.fault == F.NO_HEADERS:  # the provider never answers: a short read timeout makes it an http_error
-        client = client.with_options(timeout=0.5)
-    return client
-
-
-def run_sync_job(clients: Clients, job: Job) -> str | None:
-    """Run one stream on the caller's thread; returns the exception type name the SDK raised, if any."""
-    try:
-        if job.surface == names.RESPONSES_WEBSOCKET:
-            _ws_sync(clients.openai, job)
-            return None
-        create, kwargs = _request(job)
-        stream = create(_client_for(clients, job))(**kwargs)
-        deltas = 0
-        with stream:
-            for item in stream:
-                if job.fault == F.ABANDON and _is_delta(item):
-                    deltas += 1
-                    if deltas >= ABANDON_AFTER_DELTAS:
-                        break  # leaving the `with` closes the stream before its end: abandoned
-    except Exception as exc:  # the SDK raising is part of the show (in-band errors, resets, non-2xx)
-        return type(exc).__name__
-    return None
-
-
-async def run_async_job(clients: Clients, job: Job) -> str | None:
-    try:
-        if job.surface == names.RESPONSES_WEBSOCKET:
-            await _ws_async(clients.openai_async, job)
-            return None
-        create, kwargs = _request(job)
-        stream = await create(_client_for(clients, job))(**kwargs)
-        deltas = 0
-        async with stream:
-            async for item in stream:
-                if job.fault == F.ABANDON and _is_delta(item):
-                    deltas += 1
-                    if deltas >= ABANDON_AFTER_DELTAS:
-                        break
-    except Exception as exc:
-        return type(exc).__name__
-    return None
-
-
-def _ws_create_kwargs(job: Job) -> dict[str, Any]:
-    return {
-        "model": MODEL_BY_SURFACE[job.surface],
-        "input": "Say hello.",
-        "stream_id": f"lane-{job.index % 3}",
-        "metadata": {"otelstream_fault": job.fault},
-    }
-
-
-def _ws_sync(client: Any, job: Job) -> None:
-    with client.responses.connect() as conn:
-        conn.response.create(**_ws_create_kwargs(job))
-        for event in conn:
-            if event.type in _TERMINAL_WS:
-                break
-
-
-async def _ws_async(client: Any, job: Job) -> None:
-    async with client.responses.connect() as conn:
-        await conn.response.create(**_ws_create_kwargs(job))
-        async for event in conn:
-            if event.type in _TERMINAL_WS:
-                break
-
-
-async def drive(jobs: list[Job], clients: Clients, concurrency: int, progress: Progress) -> dict[str, int]:
-    """Run every job with at most ``concurrency`` open at once; sync jobs on a thread pool. Returns raised types."""
-    loop = asyncio.get_running_loop()
-    gate = asyncio.Semaphore(max(1, concurrency))
-    raised: dict[str, int] = {}
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="otelstream-demo") as pool:
-
-        async def one(job: Job) -> None:
-            async with gate:
-                if job.is_async:
-                    name = await run_async_job(clients, job)
-                else:
-                    name = await loop.run_in_executor(pool, run_sync_job, clients, job)
-            if name is not None:
-                raised[name] = raised.get(name, 0) + 1
-            progress.tick()
-
-        async def ticker() -> None:
-            while True:
-                progress.draw()
-                await asyncio.sleep(0.1)
-
-        tick_task = asyncio.create_task(ticker())
-        try:
-            await asyncio.gather(*(one(job) for job in jobs))
-        finally:
-            tick_task.cancel()
-            progress.draw(final=True)
-    return raised
-
-
-def make_clients(provider: Any, concurrency: int) -> Clients:
-    import anthropic
-    import httpx2
-    import openai
-
-    # enough pooled connections for every concurrent stream; no SDK retries so each fault is seen once
-    limits = httpx2.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8)
-    timeout = httpx2.Timeout(30.0, connect=5.0)
-    return Clients(
-        openai=openai.OpenAI(
-            **provider.openai_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.Client(limits=limits))
-        ),
-        openai_async=openai.AsyncOpenAI(
-            **provider.openai_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.AsyncClient(limits=limits))
-        ),
-        anthropic=anthropic.Anthropic(
-            **provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.Client(limits=limits))
-        ),
-        anthropic_async=anthropic.AsyncAnthropic(
-            **provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.AsyncClient(limits=limits))
-        ),
-    )
-
-
-async def _close_clients(clients: Clients) -> None:
-    clients.openai.close()
-    clients.anthropic.close()
-    await clients.openai_async.close()
-    await clients.anthropic_async.close()
-
-
-def _warm_up(clients: Clients) -> None:
-    """One uninstrumented stream per surface first: the SDKs' one-time parse setup (tens of ms on the first event)
-    would otherwise show up as time to first delta."""
-    for surface in names.SURFACES:
-        run_sync_job(clients, Job(-1, surface, F.OK, False))
-
-
-# --- the run ------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -396,7 +111,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
     metrics_server: Any = None
     clients = make_clients(provider, args.concurrency)
     try:
-        _warm_up(clients)
+        warm_up(clients)
         instrument(tracer_provider=tracer_provider, registry=registry, enabled=True,
                               stall_threshold_s=STALL_THRESHOLD_S)  # fmt: skip
         metrics_server, metrics_url = _start_metrics(args.port, out)
@@ -425,7 +140,7 @@ async def _drive_and_close(jobs: list[Job], clients: Clients, concurrency: int, 
     try:
         return await drive(jobs, clients, concurrency, progress)
     finally:
-        await _close_clients(clients)
+        await close_clients(clients)
 
 
 def _start_metrics(port: int, out: Any) -> tuple[Any, str | None]:

@@ -12,6 +12,7 @@ import pytest
 
 from otelstream import names
 from otelstream.demo import faults as F
+from otelstream.demo import plan as demo_plan
 from otelstream.demo import run as R
 from otelstream.demo import table as T
 
@@ -37,12 +38,12 @@ def _prometheus_outcomes(registry: object) -> dict[str, dict[str, int]]:
 
 def test_plan_is_exact_and_repeatable() -> None:
     mix = F.FaultMix.parse("default")
-    a, b = R.plan(200, mix, 1), R.plan(200, mix, 1)
-    assert a == b and a != R.plan(200, mix, 2)
+    a, b = demo_plan.plan(200, mix, 1), demo_plan.plan(200, mix, 1)
+    assert a == b and a != demo_plan.plan(200, mix, 2)
     counts: dict[str, int] = {}
     for job in a:
         counts[job.fault] = counts.get(job.fault, 0) + 1
-        assert job.surface in R.DEMO_SURFACES[job.fault]
+        assert job.surface in demo_plan.DEMO_SURFACES[job.fault]
     assert counts == {f: n for f, n in mix.counts(200).items() if n}
     assert {j.surface for j in a} == set(names.SURFACES) and {j.is_async for j in a} == {True, False}
 
