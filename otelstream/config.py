@@ -15,6 +15,7 @@
 | ``prometheus_metrics`` | ``OTELSTREAM_PROMETHEUS_METRICS`` | ``true`` | record the native Prometheus series |
 | ``otel_metrics`` | ``OTELSTREAM_OTEL_METRICS`` | ``false`` | also record OTel metrics (on whenever a ``meter_provider`` is passed) |
 | ``http_spans`` | ``OTELSTREAM_HTTP_SPANS`` | ``true`` | ``otelstream.auto`` turns on ``HTTPX2ClientInstrumentor`` |
+| ``http_streams`` | ``OTELSTREAM_HTTP_STREAMS`` | ``true`` | observe LLM streams at the ``httpx`` / ``httpx2`` client that no SDK adapter sees (litellm's own providers, plain ``httpx``) |
 | ``span_events`` | ``OTELSTREAM_SPAN_EVENTS`` | ``true`` | first-delta, anomaly and stall span events (at most 16 per span) |
 | ``baggage_attributes`` | ``OTELSTREAM_BAGGAGE_ATTRIBUTES`` | (empty) | comma-separated OTel baggage keys copied onto each stream as application attributes |
 | ``metric_attributes`` | ``OTELSTREAM_METRIC_ATTRIBUTES`` | (empty) | comma-separated application attribute keys that become metric labels (``.`` → ``_``), each capped like the model label |
@@ -55,6 +56,7 @@ class Settings:
     prometheus_metrics: bool = True
     otel_metrics: bool = False
     http_spans: bool = True
+    http_streams: bool = True
     span_events: bool = True
     baggage_attributes: tuple[str, ...] = ()
     metric_attributes: tuple[str, ...] = ()

@@ -62,7 +62,10 @@ def instrument(
             cfg, tracer_provider=tracer_provider, meter_provider=meter_provider, registry=registry
         )
         adapters.install(
-            pipeline, stall_threshold_s=cfg.stall_threshold_s, baggage_attributes=cfg.baggage_attributes
+            pipeline,
+            stall_threshold_s=cfg.stall_threshold_s,
+            baggage_attributes=cfg.baggage_attributes,
+            http_streams=cfg.http_streams,
         )
         _pipeline = pipeline
 

@@ -16,6 +16,17 @@ COMPLETIONS: Final = "completions"
 MESSAGES: Final = "messages"
 SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
 
+# the HTTP-level observer (adapters/http_streams.py): request path endings per surface, after any prefix a gateway
+# adds ('/v1/chat/completions', '/openai/deployments/x/chat/completions'); first match wins
+HTTP_STREAM_PATHS: Final = (
+    ("/chat/completions", CHAT_COMPLETIONS),
+    ("/completions", COMPLETIONS),
+    ("/responses", RESPONSES),
+    ("/messages", MESSAGES),
+)
+SSE_CONTENT_TYPE: Final = "text/event-stream"
+ANTHROPIC_VERSION_HEADER: Final = "anthropic-version"  # a request carrying it speaks to Anthropic
+
 # gen_ai.operation.name per surface
 OPERATION_BY_SURFACE: Final = {
     RESPONSES: "chat",

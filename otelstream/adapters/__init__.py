@@ -2,8 +2,8 @@
 
 They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules:
 ``_common`` (per-call state, observing generators, body-close hook, the watch on the caller's object, exception
-mapping), ``openai_sse``, ``anthropic_sse``, ``openai_ws`` (Responses
-WebSocket mode) and ``_patch`` (apply/undo in any import order).
+mapping), ``openai_sse``, ``anthropic_sse``, ``openai_ws`` (Responses WebSocket mode), ``http_streams`` (the streams
+no SDK adapter sees, at the ``httpx`` / ``httpx2`` client) and ``_patch`` (apply/undo in any import order).
 """
 
 from __future__ import annotations
@@ -14,19 +14,27 @@ from otelstream.core.listener import StreamListener
 
 def _all_patches() -> list[Patch]:
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
-    from otelstream.adapters import _common, anthropic_sse, openai_sse, openai_ws
+    # http_streams patches the clients' send, where the SDK adapters' send stamp (_common.http_send) runs too
+    from otelstream.adapters import anthropic_sse, http_streams, openai_sse, openai_ws
 
-    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *_common.PATCHES]
+    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
 
 
 def install(
-    listener: StreamListener, *, stall_threshold_s: float = 30.0, baggage_attributes: tuple[str, ...] = ()
+    listener: StreamListener,
+    *,
+    stall_threshold_s: float = 30.0,
+    baggage_attributes: tuple[str, ...] = (),
+    http_streams: bool = True,
 ) -> None:
     """Route every observed stream to ``listener`` and apply the patches (now, or when each SDK is imported).
-    ``baggage_attributes``: the OTel baggage keys each stream copies as application attributes."""
+    ``baggage_attributes``: the OTel baggage keys each stream copies as application attributes. ``http_streams``:
+    also observe the streams no SDK adapter sees, at the HTTP client."""
+    from otelstream.adapters import http_streams as http
     from otelstream.adapters._common import RUNTIME
     from otelstream.attribution import valid_keys
 
+    http.STATE.enabled = http_streams
     RUNTIME.listener = listener
     RUNTIME.stall_threshold_ns = int(stall_threshold_s * 1e9)
     RUNTIME.baggage_keys = valid_keys(baggage_attributes, "baggage_attributes")

@@ -46,7 +46,7 @@ import httpx2  # both SDKs depend on it; this module is imported only when one o
 
 from otelstream import _guard, _process, attribution, names
 from otelstream.adapters import _patch
-from otelstream.adapters._patch import Patch, Wrapper
+from otelstream.adapters._patch import Wrapper
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import Attributes, StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
@@ -493,14 +493,12 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     return wrapped(*args, **kwargs)
 
 
-# Without them t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a Vertex
-# token refresh) the request
-_T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)
-PATCHES = (
-    Patch("httpx2", "Client.send", http_send, measures=_T_REQUEST_MEASURES, scopes=(_patch.OPENAI, _patch.ANTHROPIC)),
-    Patch("httpx2", "AsyncClient.send", http_send, measures=_T_REQUEST_MEASURES,
-          scopes=(_patch.OPENAI_ASYNC, _patch.ANTHROPIC_ASYNC)),
-)
+# The clients' send is patched by http_streams, whose wrapper hands an SDK adapter's calls to http_send. Without that
+# patch point t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a Vertex token
+# refresh) the request.
+T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)
+SEND_SCOPES_SYNC = (_patch.OPENAI, _patch.ANTHROPIC)
+SEND_SCOPES_ASYNC = (_patch.OPENAI_ASYNC, _patch.ANTHROPIC_ASYNC)
 
 
 Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]", "tuple[str, ...]"], "Call | None"]

@@ -32,6 +32,7 @@ Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 # Scopes: which streams a patch point serves (the SDK, sync or async, and openai's resume helper)
 OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async", "openai.resume", "openai.websocket"
 ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
+HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http_streams.py)
 _SCOPE_TEXT = {
     OPENAI: "openai sync streams",
     OPENAI_ASYNC: "openai async streams",
@@ -39,6 +40,8 @@ _SCOPE_TEXT = {
     OPENAI_WEBSOCKET: "openai WebSocket-mode responses",
     ANTHROPIC: "anthropic sync streams",
     ANTHROPIC_ASYNC: "anthropic async streams",
+    HTTP: "streams seen at the HTTP client (httpx / httpx2, sync)",
+    HTTP_ASYNC: "streams seen at the HTTP client (httpx / httpx2, async)",
 }
 NOTHING_UNOBSERVED: frozenset[str] = frozenset()
 

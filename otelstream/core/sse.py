@@ -25,10 +25,11 @@ never raises on any text. Pure module: no I/O.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 MAX_LINE: Final = 8 * 1024 * 1024  # characters kept of one line
 MAX_EVENT: Final = 16 * 1024 * 1024  # characters kept of one event's data
@@ -232,3 +233,103 @@ def decode_text(text: str) -> tuple[list[SSEItem], SSEDecoder]:
     dec = SSEDecoder()
     items = list(iter_sse((text,), dec))
     return items, dec
+
+
+# --- live bodies: bytes in, (name, data) out ---------------------------------------------------------------
+MAX_FAST_BLOCK: Final = 64 * 1024  # bytes of an unfinished block the byte path holds before handing over
+_LF2: Final = b"\n\n"
+
+
+class SSEByteDecoder:
+    """The same rules as ``SSEDecoder``, fed the raw bytes of a live body as the caller pulls them (the HTTP-level
+    observer). The common block, LF-terminated ``event:`` and ``data:`` lines (one of each at most), is split with a
+    few ``bytes`` operations per event; every other block (comments, ``id:`` / ``retry:``, several data lines) goes
+    through an ``SSEDecoder`` as text. A body with a CR line end, or a block larger than ``MAX_FAST_BLOCK``, is
+    handed to the ``SSEDecoder`` whole from there on, so its memory bound holds.
+
+    ``feed()`` and ``finish()`` return ``(name, data)`` per dispatched event: ``data`` is bytes on the byte path,
+    text from the ``SSEDecoder``, None for an event cut at the decoder's limit. Comment lines are counted in
+    ``comments``; ``unterminated`` as in ``SSEDecoder``."""
+
+    __slots__ = ("_rest", "_text", "_utf8", "comments", "unterminated")
+
+    def __init__(self) -> None:
+        self._rest = b""  # the unfinished block (byte path)
+        self._text: SSEDecoder | None = None  # the text decoder: per odd block, or for the whole body once handed over
+        self._utf8: Any = None  # incremental UTF-8 decoder once the body is handed over
+        self.comments = 0
+        self.unterminated = False
+
+    def feed(self, chunk: bytes) -> list[tuple[str | None, bytes | str | None]]:
+        if self._utf8 is not None:
+            return self._items(self._general().feed(self._utf8.decode(chunk)))
+        if self._rest:
+            chunk = self._rest + chunk
+        end = chunk.rfind(_LF2)
+        if b"\r" in chunk or (end < 0 and len(chunk) > MAX_FAST_BLOCK):
+            return self._hand_over(chunk)
+        if end < 0:
+            self._rest = chunk
+            return []
+        self._rest = chunk[end + 2 :]
+        if len(self._rest) > MAX_FAST_BLOCK:
+            rest, self._rest = self._rest, b""
+            return [*self._blocks(chunk[:end]), *self._hand_over(rest)]
+        return self._blocks(chunk[:end])
+
+    def finish(self) -> list[tuple[str | None, bytes | str | None]]:
+        """The body ended: an unfinished block is dropped (its comments still count), as ``SSEDecoder.finish``."""
+        out: list[tuple[str | None, bytes | str | None]] = []
+        if self._utf8 is None and self._rest:
+            out = self._hand_over(self._rest)
+        if self._utf8 is not None:
+            out.extend(self._items(self._general().feed(self._utf8.decode(b"", final=True))))
+            general = self._general()
+            out.extend(self._items(general.finish()))
+            self.unterminated = general.unterminated
+        return out
+
+    def _blocks(self, text: bytes) -> list[tuple[str | None, bytes | str | None]]:
+        out: list[tuple[str | None, bytes | str | None]] = []
+        for block in text.split(_LF2):
+            if block[:1] == b"\n":  # extra blank lines dispatch nothing
+                block = block.lstrip(b"\n")
+            if block[:5] == b"data:":
+                if b"\n" not in block:
+                    out.append((None, block[6:] if block[5:6] == b" " else block[5:]))
+                    continue
+            elif block[:6] == b"event:":
+                nl = block.find(b"\n")
+                line = block[nl + 1 :]
+                if nl > 0 and line[:5] == b"data:" and b"\n" not in line:
+                    name = block[7:nl] if block[6:7] == b" " else block[6:nl]
+                    try:
+                        out.append((name.decode() or None, line[6:] if line[5:6] == b" " else line[5:]))
+                        continue
+                    except UnicodeDecodeError:
+                        pass
+            elif not block:
+                continue
+            # any other block: the text decoder, from a clean state (the block is whole) back to a clean state
+            out.extend(self._items(self._general().feed(block.decode("utf-8", "replace") + "\n\n")))
+        return out
+
+    def _hand_over(self, data: bytes) -> list[tuple[str | None, bytes | str | None]]:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._rest = b""
+        return self._items(self._general().feed(self._utf8.decode(data))) if data else []
+
+    def _general(self) -> SSEDecoder:
+        text = self._text
+        if text is None:
+            text = self._text = SSEDecoder()
+        return text
+
+    def _items(self, items: list[SSEItem]) -> list[tuple[str | None, bytes | str | None]]:
+        out: list[tuple[str | None, bytes | str | None]] = []
+        for item in items:
+            if isinstance(item, SSEComment):
+                self.comments += 1
+            else:
+                out.append((item.event, None if item.truncated else item.data))
+        return out
