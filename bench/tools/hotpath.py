@@ -3,6 +3,7 @@ generator layer (the two other per-event costs of an adapter).
 
     python bench/tools/hotpath.py            # callgrind (deterministic): Ir per call, every surface + references
     python bench/tools/hotpath.py --opcodes  # bytecodes executed per event, per function (sys.settrace), no valgrind
+    python bench/tools/hotpath.py http/      # only the cases whose name starts so (here: the HTTP-level observer's)
     python bench/tools/hotpath.py --ns       # wall ns per event (median of 15 runs), beside an empty method call
     python bench/tools/hotpath.py --adapter  # callgrind: marginal Ir per event of the whole observation, per surface
                                              # and mode (real SDK streams over MockTransport, a listener that exports
@@ -10,7 +11,9 @@ generator layer (the two other per-event costs of an adapter).
 
 One delta event per surface, fed to one tracker in a loop (Responses with increasing ``sequence_number``): as decoded
 JSON (what offline replay passes) and as the SDK's model object built through the SDK's ``construct_type``
-(``/model``: what the SSE and WebSocket adapters pass).
+(``/model``: what the SSE and WebSocket adapters pass). ``http/…``: the HTTP-level observer's whole per-event path
+(its body wrapper, the SSE split, the delta check or ``json.loads``, the tracker), one event per byte chunk, against
+the caller's loop over the same chunks.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from bench import canned  # noqa: E402
 N = 20_000
 SURFACES = ("chat_completions", "responses", "messages")
 # decoded JSON (offline replay) and the SDK's model (what the SSE and WebSocket adapters pass)
-WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), "clock", "generator_layer")
+# the HTTP-level observer (adapters/http_streams.py): one SSE event per byte chunk through its body wrapper, in the
+# providers' compact JSON (plain deltas recognised on the bytes) and in spaced JSON (every event parsed)
+HTTP = ("http/chat_completions", "http/messages", "http/chat_completions/spaced", "http/messages/spaced")
+WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), *HTTP, "clock", "generator_layer")
 
 
 def _events():
@@ -91,6 +97,8 @@ def loops(what: str, n: int = N):
                 pass
 
         return with_layer, without
+    if what.startswith("http/"):
+        return _http_loops(what, n)
     ev, name = _events()[what]
     start = StreamStart(surface=what.split("/")[0], provider="x", request_model="m", server_address=None, server_port=None,
                         api_type=None, t_request_ns=time.monotonic_ns(), resumed=False)  # fmt: skip
@@ -120,6 +128,51 @@ def loops(what: str, n: int = N):
             e(ev, name)
 
     return body2, empty
+
+
+def _http_loops(what: str, n: int):
+    """The caller's loop over the body's chunks, through the observer's wrapper (body) and without it (reference):
+    what the wrapper adds per chunk, a clock read, the SSE split, the delta check or json.loads, ``tracker.event``."""
+    import json
+
+    from otelstream.adapters import _common as c
+    from otelstream.adapters import http_streams as h
+    from otelstream.core.report import StreamStart
+    from otelstream.core.tracker import StreamTracker
+
+    class _Quiet:  # a listener that takes the one report of each measured stream and does nothing with it
+        def stream_finished(self, report, handle):
+            pass
+
+    surface = what.split("/")[1]
+    sep = None if what.endswith("/spaced") else (",", ":")
+    if surface == "messages":
+        frames = [("message_start", {"type": "message_start", "message": {"id": "m", "model": "m", "usage": {"input_tokens": 1}}}),
+                  ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
+        delta = ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}})
+    else:
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "system_fingerprint": "fp",
+                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}
+        frames = [(None, chunk)]
+        delta = (None, {**chunk, "choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": None, "finish_reason": None}]})
+
+    def sse(name, obj):
+        return (f"event: {name}\n" if name else "").encode() + b"data: " + json.dumps(obj, separators=sep).encode() + b"\n\n"
+
+    # the stream's first events (the tracker is steady after them: 2 of n + 2 events), then n deltas
+    chunks = [*(sse(*f) for f in frames), *[sse(*delta)] * n]
+
+    def body():
+        start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
+        obs = h._Observed(c.Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
+        for _ in h._iter_sync(iter(chunks), obs):
+            pass
+
+    def ref():
+        for _ in iter(chunks):
+            pass
+
+    return body, ref
 
 
 def child(what: str) -> None:
@@ -220,7 +273,7 @@ def adapter() -> None:
 
 
 def opcodes() -> None:
-    for what in WHAT[:-2]:
+    for what in (w for w in WHAT[:-2] if not w.startswith("http/")):
         body, _ = loops(what, 1000)
         body()
         cnt: collections.Counter = collections.Counter()
@@ -290,7 +343,8 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not installed")
     env = dict(os.environ, PYTHONHASHSEED="0")
-    for what in WHAT:
+    only = [a for a in sys.argv[1:] if not a.startswith("-")]  # e.g. `hotpath.py http/`: the cases starting so
+    for what in (w for w in WHAT if not only or any(w.startswith(o) for o in only)):
         d = tempfile.mkdtemp()
         try:
             subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--callgrind-out-file={d}/cg.%p",

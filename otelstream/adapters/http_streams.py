@@ -135,9 +135,9 @@ class _Observed:
             # Keys and punctuation outside JSON strings are never escaped, so these byte patterns cannot come from
             # text inside a string. Anything else is parsed below.
             if self.messages:
-                if name == "content_block_delta" and data[:_MSG_HEAD_LEN] == _MSG_HEAD and data[-1:] == b"}":
-                    i = data.find(_MSG_TEXT) + _MSG_TEXT_LEN
-                    if i > _MSG_TEXT_LEN and data[i : i + 1] != b'"':
+                if name == "content_block_delta" and data.startswith(_MSG_HEAD) and data[-1] == 125:  # }
+                    i = data.find(_MSG_TEXT, _MSG_HEAD_LEN) + _MSG_TEXT_LEN
+                    if i > _MSG_TEXT_LEN and len(data) > i and data[i] != 34:  # a non-empty string
                         tracker.event(_MESSAGES_DELTA, name)
                         return
             elif self.chat and tracker._fast and tracker.last_choice == 0 and not self.stopped:
@@ -146,13 +146,14 @@ class _Observed:
                 i = data.find(_CHAT_TEXT) + _CHAT_TEXT_LEN
                 if (
                     i > _CHAT_TEXT_LEN
-                    and data[i : i + 1] != b'"'
-                    and data[:1] == b"{"
-                    and data[-1:] == b"}"
-                    and b'"finish_reason":"' not in data
-                    and b'"usage":{' not in data
-                    and b'"error"' not in data
-                    and data.count(b'"index":') == 1
+                    and len(data) > i
+                    and data[i] != 34  # a non-empty string
+                    and data[0] == 123  # {
+                    and data[-1] == 125  # }
+                    and data.find(b'"finish_reason":"', i) < 0
+                    and data.find(b'"usage":{') < 0
+                    and data.find(b'"error"') < 0
+                    and data.find(b'"index":', i) < 0  # one choice (the first index was before i)
                 ):
                     tracker.event(_CHAT_DELTA, name)
                     return
@@ -252,7 +253,7 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> _Obs
     call = c.begin_call(start, scopes=(scope,), **kwargs)
     if call is None:
         return None
-    call.observed = c.OBSERVED_WRAPPED
+    call.observed = c.OBSERVED
     return _Observed(call)
 
 

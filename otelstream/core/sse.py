@@ -266,7 +266,7 @@ class SSEByteDecoder:
         if self._rest:
             chunk = self._rest + chunk
         end = chunk.rfind(_LF2)
-        if b"\r" in chunk or (end < 0 and len(chunk) > MAX_FAST_BLOCK):
+        if 13 in chunk or (end < 0 and len(chunk) > MAX_FAST_BLOCK):  # (an int: memchr, not the buffer protocol)
             return self._hand_over(chunk)
         if end < 0:
             self._rest = chunk
@@ -274,8 +274,8 @@ class SSEByteDecoder:
         self._rest = chunk[end + 2 :]
         if len(self._rest) > MAX_FAST_BLOCK:
             rest, self._rest = self._rest, b""
-            return [*self._blocks(chunk[:end]), *self._hand_over(rest)]
-        return self._blocks(chunk[:end])
+            return [*self._blocks(chunk[:end], False), *self._hand_over(rest)]
+        return self._blocks(chunk[:end], chunk.find(_LF2) == end)
 
     def finish(self) -> list[tuple[str | None, bytes | str | None]]:
         """The body ended: an unfinished block is dropped (its comments still count), as ``SSEDecoder.finish``."""
@@ -289,22 +289,24 @@ class SSEByteDecoder:
             self.unterminated = general.unterminated
         return out
 
-    def _blocks(self, text: bytes) -> list[tuple[str | None, bytes | str | None]]:
+    def _blocks(self, text: bytes, single: bool) -> list[tuple[str | None, bytes | str | None]]:
+        # (per event: byte indexing and int membership tests; a bytes-in-bytes test or a slice compare costs more
+        # than the whole split of a common block otherwise)
         out: list[tuple[str | None, bytes | str | None]] = []
-        for block in text.split(_LF2):
-            if block[:1] == b"\n":  # extra blank lines dispatch nothing
+        for block in (text,) if single else text.split(_LF2):
+            if block and block[0] == 10:  # extra blank lines dispatch nothing
                 block = block.lstrip(b"\n")
-            if block[:5] == b"data:":
-                if b"\n" not in block:
-                    out.append((None, block[6:] if block[5:6] == b" " else block[5:]))
+            if block.startswith(b"data:"):
+                if 10 not in block:
+                    out.append((None, block[6:] if len(block) > 5 and block[5] == 32 else block[5:]))
                     continue
-            elif block[:6] == b"event:":
-                nl = block.find(b"\n")
-                line = block[nl + 1 :]
-                if nl > 0 and line[:5] == b"data:" and b"\n" not in line:
-                    name = block[7:nl] if block[6:7] == b" " else block[6:nl]
+            elif block.startswith(b"event:"):
+                nl = block.find(10)
+                if nl > 0 and block.startswith(b"data:", nl + 1) and block.find(10, nl + 1) < 0:
+                    name = block[7:nl] if block[6] == 32 else block[6:nl]
+                    at = nl + 7 if len(block) > nl + 6 and block[nl + 6] == 32 else nl + 6
                     try:
-                        out.append((name.decode() or None, line[6:] if line[5:6] == b" " else line[5:]))
+                        out.append((name.decode() or None, block[at:]))
                         continue
                     except UnicodeDecodeError:
                         pass
