@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -103,8 +104,8 @@ def _provider(surface: str, host: str | None, headers: Any) -> str:
 class _Observed:
     """One stream seen at the HTTP client: its call (tracker, listener) and the decoding state of its body."""
 
-    __slots__ = ("call", "chat", "comments", "decoder", "messages", "stopped", "stopped_flagged", "tracker",
-                 "wrapped")  # fmt: skip
+    __slots__ = ("call", "chat", "comments", "decoder", "inflate", "messages", "stopped", "stopped_flagged",
+                 "tracker", "wrapped")  # fmt: skip
 
     def __init__(self, call: c.Call) -> None:
         self.call = call
@@ -117,9 +118,13 @@ class _Observed:
         self.stopped = False  # after `[DONE]` an OpenAI client stops reading: later events are not the answer
         self.stopped_flagged = False
         self.wrapped = False
+        # the body's content coding undone before decoding (the caller's bytes stay as they are): None for identity
+        self.inflate: Any = None
 
     # --- the hot path: one chunk the caller pulled ------------------------------------------------------------
     def chunk(self, data: bytes) -> None:
+        if self.inflate is not None:
+            data = self.inflate(data)
         decoder = self.decoder
         for name, payload in decoder.feed(data):
             self.event(name, payload)
@@ -268,10 +273,75 @@ def _is_sse(response: Any) -> bool:
     return value.split(";", 1)[0].strip().lower() == names.SSE_CONTENT_TYPE
 
 
+def _inflater(coding: str) -> Any:
+    """A chunk-by-chunk decoder for a ``Content-Encoding`` the client accepted (httpx and httpx2 advertise brotli and
+    zstd only when their modules are installed), or None for identity. A coding no decoder here knows raises
+    ``LookupError``: the stream is then left unobserved rather than read as events that never came."""
+    codings = [part.strip().lower() for part in coding.split(",") if part.strip()]
+    steps: list[Any] = []
+    for name in reversed(codings):  # listed in the order they were applied
+        if name in ("gzip", "x-gzip"):
+            steps.append(zlib.decompressobj(zlib.MAX_WBITS | 16).decompress)
+        elif name == "deflate":
+            steps.append(_Deflate().decompress)
+        elif name == "br":
+            steps.append(_module_decoder("brotli", "Decompressor", "process"))
+        elif name == "zstd":
+            steps.append(_module_decoder("zstandard", "ZstdDecompressor", "decompressobj").decompress)
+        elif name != "identity":
+            raise LookupError(name)
+    if not steps:
+        return None
+    if len(steps) == 1:
+        return steps[0]
+
+    def chained(data: bytes) -> bytes:
+        for step in steps:
+            data = step(data)
+        return data
+
+    return chained
+
+
+class _Deflate:
+    """``deflate`` as servers send it: zlib-wrapped, or (wrongly, but commonly) raw."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self) -> None:
+        self.inner: Any = None
+
+    def decompress(self, data: bytes) -> bytes:
+        if self.inner is None:
+            self.inner = zlib.decompressobj()
+            try:
+                return self.inner.decompress(data)  # type: ignore[no-any-return]
+            except zlib.error:
+                self.inner = zlib.decompressobj(-zlib.MAX_WBITS)
+        return self.inner.decompress(data)  # type: ignore[no-any-return]
+
+
+def _module_decoder(module: str, cls: str, method: str) -> Any:
+    """The chunk decoder of an optional compression module (``brotli``, ``zstandard``), as the HTTP client uses it."""
+    import importlib
+
+    try:
+        decoder = getattr(getattr(importlib.import_module(module), cls)(), method)
+    except ImportError as exc:
+        raise LookupError(module) from exc
+    return decoder() if method == "decompressobj" else decoder
+
+
 def _attach(obs: _Observed, response: Any) -> None:
     """Wrap a 2xx answer's byte stream (once); a non-2xx answer is left to the end of the send."""
     if obs.wrapped or not _status_ok(response):
         return
+    coding = c.header(response, ("content-encoding",))
+    if coding:
+        try:
+            obs.inflate = _inflater(coding)
+        except LookupError:
+            return  # a coding the client did not advertise: it cannot decode the body either
     body = response.stream
     classes = _body_classes(type(response).__module__.partition(".")[0])
     if classes is None:
@@ -424,6 +494,7 @@ def _read_already(obs: _Observed, response: Any) -> None:
         return
     obs.call.bound = True
     obs.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
+    obs.inflate = None  # the client decoded what it read
     obs.chunk(content)
     obs.eof()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,6 +95,24 @@ def read(mod: ModuleType, url: str, body: dict[str, Any] | bytes, key: str, is_a
 
 def chat(scripted: ScriptedServer, steps: list[Step], mod: ModuleType, is_async: bool, **kw: Any) -> Got:
     return read(mod, scripted.base_url + "/v1/chat/completions", CHAT, scripted.add(steps), is_async, **kw)
+
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_compressed_chat_stream_is_decoded(rec: RecordingListener, scripted: ScriptedServer, mod: ModuleType,
+                                           is_async: bool, coding: str) -> None:  # fmt: skip
+    """A server that compresses its SSE (the clients ask for gzip and deflate by default): the observer undoes the
+    coding chunk by chunk, the caller still reads the decoded answer."""
+    frames = bodies.chat("ok")
+    plain = b"".join(frames)
+    packer = zlib.compressobj(wbits=zlib.MAX_WBITS | 16 if coding == "gzip" else zlib.MAX_WBITS)
+    packed = [packer.compress(f) + packer.flush(zlib.Z_SYNC_FLUSH) for f in frames] + [packer.flush()]
+    key = scripted.add([packed[0], Pause(0.2), *packed[1:]], headers={"content-encoding": coding})
+    got = read(mod, scripted.base_url + "/v1/chat/completions", CHAT, key, is_async)
+    assert got.exc is None and got.body == plain
+    r = rec.one()
+    assert r.outcome == names.COMPLETED and r.deltas == 2 and r.usage.output_tokens == 2
+    assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns >= 200_000_000
 
 
 @pytest.mark.parametrize("how", ["stream", "post"])
