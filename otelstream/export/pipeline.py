@@ -197,7 +197,9 @@ class Pipeline:
 
     def flush_metrics(self, deadline: float) -> bool:
         """Every report finished so far recorded by the metric sinks (its span end handed to the span thread)."""
-        return self.dispatcher.flush_until(deadline, downstream=False)
+        # first the watchdog's hand-over in progress, if any: that stream is finished, its report not yet queued
+        handed = self.watchdog.handed_over(deadline)
+        return self.dispatcher.flush_until(deadline, downstream=False) and handed
 
     def flush_spans(self, deadline: float) -> bool:
         """Every span end handed over so far run, then the tracer provider flushed (on the span thread)."""

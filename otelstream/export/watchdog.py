@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import Callable
@@ -117,6 +118,10 @@ class Watchdog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        # Held from the moment the idle fallback (or the orphan check) ends a stream until its report is queued: the
+        # caller's own end of that stream (a collection, a close) found it ended and reported nothing, so a flush
+        # must wait for this hand-over (seconds on a loaded machine; a forked child starts its threads right then).
+        self._handing = threading.Lock()
         _LIVE.add(self)  # for the fork hook, registered once per process
 
     def ensure_started(self) -> None:
@@ -131,6 +136,14 @@ class Watchdog:
             except RuntimeError:  # interpreter shutting down
                 return
             self._thread = thread
+
+    def handed_over(self, deadline: float) -> bool:
+        """Wait (until the ``time.monotonic()`` deadline) for a report this watchdog is handing over; False if it
+        is still being handed over then."""
+        if not self._handing.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return False
+        self._handing.release()
+        return True
 
     def stop(self, timeout: float = 1.0) -> None:
         self._stop.set()
@@ -164,8 +177,9 @@ class Watchdog:
             tracker = ref() if ref is not None else None
             if tracker is None:
                 # The tracker is gone and no report came (its finalizer did not run): close the span anyway.
-                live.discard(handle)
-                self._on_orphan(handle)
+                with self._handing:
+                    live.discard(handle)
+                    self._on_orphan(handle)
                 continue
             if tracker.ended:
                 continue
@@ -185,7 +199,8 @@ class Watchdog:
             # t_last_ns (the send, or [DONE]) first: a plain attribute read clears almost every stream without
             # the method call, which was the tick's largest cost per stream (10 000 streams open and unread)
             elif abandon_ns and tracker.t_last_ns < idle_before and tracker.last_activity_ns() < idle_before:
-                self._on_idle(tracker, handle)
+                with self._handing:
+                    self._on_idle(tracker, handle)
                 if tracker.ended:  # normally: its report is queued, so it is no longer active
                     continue
             if counting:
@@ -200,6 +215,7 @@ def _after_fork() -> None:
         wd.live.clear()
         wd._thread = None
         wd._lock = threading.Lock()
+        wd._handing = threading.Lock()  # the parent's watchdog thread may have held it at the fork
         if not wd._stop.is_set():
             wd._stop = threading.Event()
 

@@ -4,6 +4,7 @@ per tick (stall and idle checks, the live counts) with one clock read."""
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from typing import Any
 
@@ -94,6 +95,52 @@ def test_idle_stream_is_abandoned_once(make_pipeline: Any, clock: Clock, span_ex
     (span,) = span_exporter.get_finished_spans()
     a = span.attributes or {}
     assert (a[names.ATTR_OUTCOME], a[names.ATTR_ABANDONED_REASON]) == ("abandoned", "idle")
+
+
+class SlowReport(FakeTracker):
+    """Its idle report takes a while once the stream is ended: the watchdog's thread preempted between the end and
+    the hand-over (a loaded machine; a forked child also starts its export threads right then)."""
+
+    def __init__(self, start: Any, clock: Clock) -> None:
+        super().__init__(start, clock)
+        self.ending = threading.Event()
+        self.release = threading.Event()
+
+    def end(self, how: str, error_type: str | None = None) -> Any:
+        report = super().end(how, error_type)  # ended first: the caller's own end, meanwhile, gets None
+        if report is not None and how == names.ABANDON_IDLE:
+            self.ending.set()
+            self.release.wait(10)
+        return report
+
+
+def test_flush_waits_for_an_idle_report_being_handed_over(
+    make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """The idle fallback ended a stream and the caller's own end (its collection) came second and reported nothing:
+    the report is the watchdog's to hand over, and a flush must not say done before it is in."""
+    p = make_pipeline(abandon_after_s=10)
+    start = make_start(t_request_ns=clock())
+    tracker = SlowReport(start, clock)
+    h = p.stream_started(start, tracker)
+    clock.advance(11)
+    ticking = threading.Thread(target=p.watchdog.tick)  # the watchdog's thread, driven once
+    ticking.start()
+    try:
+        assert tracker.ending.wait(10)
+        assert tracker.end(names.ABANDON_GC) is None  # the collection: already ended, nothing to report
+        assert not p.flush(0.2)  # the idle report is not in yet: not done
+        releaser = threading.Timer(0.1, tracker.release.set)
+        releaser.start()
+        assert p.flush(10.0)  # waits for the hand-over, then for the report's export
+        releaser.join()
+    finally:
+        tracker.release.set()
+        ticking.join(10)
+    (span,) = span_exporter.get_finished_spans()
+    a = span.attributes or {}
+    assert (a[names.ATTR_OUTCOME], a[names.ATTR_ABANDONED_REASON]) == (names.ABANDONED, names.ABANDON_IDLE)
+    assert h.finished and len(p.live) == 0
 
 
 def test_orphaned_tracker_ends_span(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
