@@ -59,7 +59,12 @@ def _child(ins: Instrumented, base: str, held: list[Any], how: str) -> dict[str,
             out["inherited_items"] = sum(1 for _ in inherited)  # the parent has not read the socket: all here
     held.clear()  # the child's last reference to the inherited stream
     gc.collect()  # openai's Stream sits in a cycle: only a cyclic collection finalizes it
+    # The child's own stream must be collected well within the idle deadline, or the idle fallback ends it first. A
+    # full collection of the test session's heap took over a second on a loaded machine: freezing what exists now
+    # leaves the next one only the objects made since, this stream's among them.
+    gc.freeze()
     own = _open(base, "child-model")
+    next(own)  # idleness counts from its last event: from here, not from the send (an HTTP round trip earlier)
     out["active_own_open"] = ins.sample(names.PROM_STREAMS_ACTIVE)
     del own
     gc.collect()
