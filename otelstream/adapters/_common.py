@@ -477,6 +477,8 @@ def error_type_of(exc: BaseException) -> str | None:
         value = exc.__dict__.get(attr) if hasattr(exc, "__dict__") else None
         if isinstance(value, str) and value:
             return value[:64]
+        if type(value) is int:  # releases before openai 3.14 keep a numeric ``code`` as the int the server sent
+            return str(value)
     return None
 
 

@@ -8,11 +8,18 @@ on their module (registered once per process; it runs at once when the module is
 A path that does not resolve in the installed SDK (a release renamed it) is a *missing patch point*: one WARNING per
 process names it and the measures it feeds (``Patch.measures``, ``names.MEASURE_*``), and from then on every stream
 of the scopes it serves (``Patch.scopes``) reports those measures as unknown rather than wrong. The set per scope is
-computed here when a module's patches are applied; a stream reads it once, at its start (``unobserved``).
+computed here when a module's patches are applied; a stream reads it once, at its start (``unobserved``). A patch
+module the installed SDK does not have at all (an older release without that feature) is found missing when the SDK's
+top-level package has been imported, the same way.
+
+A ``Patch`` may name a ``fallback`` path in the same module: the same choke point where an older release has it under
+another name (anthropic 1.x has no ``_request`` below its public ``request``). It is patched only when ``path`` does
+not resolve, so the wrapper runs once per call on every release.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import logging
 import sys
 import threading
@@ -57,6 +64,7 @@ class Patch:
     # MEASURE_STREAM: those streams are then not observed at all), and which streams it serves
     measures: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
+    fallback: str | None = None  # the same choke point under another name, patched only where ``path`` is absent
 
 
 class Patcher:
@@ -64,7 +72,9 @@ class Patcher:
         self._lock = threading.RLock()  # RLock: a hook may run synchronously inside install()
         self._patches: dict[str, list[Patch]] = {}
         self._applied: dict[tuple[str, str], Any] = {}  # (module, path) -> the wrapt wrapper (the unwrap handle)
+        self._applied_path: dict[tuple[str, str], str] = {}  # (module, path) -> the path patched (path or fallback)
         self._hooked: set[str] = set()
+        self._hooked_roots: set[str] = set()  # SDK packages whose import checks for absent patch modules
         self._active = False
         self._missing: dict[tuple[str, str], Patch] = {}  # patch points absent from the installed SDK
         self._warned: set[tuple[str, str]] = set()  # once per process, across instrument() cycles
@@ -108,29 +118,64 @@ class Patcher:
                     wrapt.register_post_import_hook(self._on_import, module)
                 elif module in sys.modules:
                     self._apply(sys.modules[module])
+            for root in {module.partition(".")[0] for module in self._patches}:
+                if root not in self._hooked_roots:
+                    self._hooked_roots.add(root)
+                    wrapt.register_post_import_hook(self._on_root_import, root)
+                elif root in sys.modules:
+                    self._find_absent(root)
 
     def _on_import(self, module: ModuleType) -> None:
         with _guard.guard("patch.on_import"), self._lock:
             if self._active:
                 self._apply(module)
 
+    def _on_root_import(self, module: ModuleType) -> None:
+        with _guard.guard("patch.on_root_import"), self._lock:
+            if self._active:
+                self._find_absent(module.__name__)
+
+    def _find_absent(self, root: str) -> None:
+        """The SDK package ``root`` is imported: its patch modules that this release does not have at all are
+        missing patch points (a module that exists but is imported later, or never, is not)."""
+        for name, patches in self._patches.items():
+            if name.partition(".")[0] != root or name in sys.modules or not module_absent(name):
+                continue
+            for patch in patches:
+                self._note_missing((patch.module, patch.path), patch)
+
+    def _note_missing(self, key: tuple[str, str], patch: Patch) -> None:
+        if key in self._missing:
+            return
+        self._missing[key] = patch
+        self._update_unobserved()
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning("%s", missing_message(patch))
+
     def _apply(self, module: ModuleType) -> None:
         for patch in self._patches.get(module.__name__, ()):
             key = (patch.module, patch.path)
             if key in self._applied:
                 continue
+            path = patch.path
             try:
-                original = wrapt.resolve_path(module, patch.path)[2]
+                original = wrapt.resolve_path(module, path)[2]
             except (AttributeError, ImportError):
-                self._missing[key] = patch
-                self._update_unobserved()
-                if key not in self._warned:
-                    self._warned.add(key)
-                    logger.warning("%s", missing_message(patch))
+                original = None
+            if original is None and patch.fallback is not None:
+                path = patch.fallback
+                try:
+                    original = wrapt.resolve_path(module, path)[2]
+                except (AttributeError, ImportError):
+                    original = None
+            if original is None:
+                self._note_missing(key, patch)
                 continue
             if self._missing.pop(key, None) is not None:
                 self._update_unobserved()
-            self._applied[key] = wrapt.wrap_function_wrapper(module, patch.path, patch.wrapper)
+            self._applied[key] = wrapt.wrap_function_wrapper(module, path, patch.wrapper)
+            self._applied_path[key] = path
             if patch.prepare is not None:
                 with _guard.guard("patch.prepare"):
                     patch.prepare(original)
@@ -138,14 +183,31 @@ class Patcher:
     def remove(self) -> None:
         with self._lock:
             self._active = False
-            for (module_name, path), handle in list(self._applied.items()):
-                module = sys.modules.get(module_name)
+            for key, handle in list(self._applied.items()):
+                module = sys.modules.get(key[0])
                 if module is not None:
                     with _guard.guard("patch.remove"):
-                        wrapt.unwrap_object(module, path, handle, missing_ok=True)
-                del self._applied[(module_name, path)]
+                        wrapt.unwrap_object(module, self._applied_path.get(key, key[1]), handle, missing_ok=True)
+                del self._applied[key]
+                self._applied_path.pop(key, None)
             self._missing.clear()
             self._update_unobserved()
+
+
+def module_absent(name: str) -> bool:
+    """Whether the installed package cannot have the module ``name``: the first level of it not yet imported is not
+    found in its (imported) parent package. Looks at the parent's ``__path__`` only: nothing is imported."""
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if prefix in sys.modules:
+            continue
+        parent = sys.modules.get(".".join(parts[: i - 1])) if i > 1 else None
+        search = getattr(parent, "__path__", None) if parent is not None else None
+        if i > 1 and search is None:
+            return True  # the parent is a plain module: no submodules
+        return importlib.machinery.PathFinder.find_spec(prefix, search) is None
+    return False
 
 
 def missing_message(patch: Patch) -> str:

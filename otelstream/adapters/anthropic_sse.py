@@ -1,11 +1,12 @@
-"""anthropic 2.x Messages streams: ``messages.create(stream=True)``, ``messages.stream()`` (``text_stream``,
+"""anthropic 1.x and 2.x Messages streams: ``messages.create(stream=True)``, ``messages.stream()`` (``text_stream``,
 ``until_done``, ``get_final_message``), the beta twins, Bedrock and Vertex clients, raw/streaming responses.
 
 Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
 
 - ``SyncAPIClient._request`` / ``AsyncAPIClient._request`` (``_base_client.py:1256``, async twin): the call. It runs
   *inside* the SDK's own call span (``request()`` makes it current at ``:1250``), so the span we start there nests
-  under it (DESIGN §4: the SDK keeps the one CLIENT span, ours is an INTERNAL child). Bedrock rewrites the URL later,
+  under it (DESIGN §4: the SDK keeps the one CLIENT span, ours is an INTERNAL child). anthropic 1.x has no call span
+  and no ``_request``: its ``request()`` (the retry loop itself) is patched instead. Bedrock rewrites the URL later,
   in ``_attempt_request`` → ``_prepare_options``, so the surface is still ``/v1/messages`` here.
 - ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; retries, and ``t_request``,
   stamped again when httpx2 sends (``_common.http_send``): the attempt first runs ``_prepare_request`` (``:1440``),
@@ -223,8 +224,13 @@ def _bind(stream: Any, known: c.Call | None = None) -> None:
 
 
 def _take(instance: Any) -> c.Call | None:
-    """The call of the copy being iterated, once: a second ``__stream__`` on the same call is not observed."""
+    """The call of the copy being iterated, once: a second ``__stream__`` on the same call is not observed. A release
+    that makes its generator inside ``Stream.__init__`` (1.x: ``self._iterator = self.__stream__()``) calls this
+    before the ``__init__`` post-hook has bound the stream: bind it here then, from the attributes already set."""
     call = c.call_on(instance)
+    if call is None and getattr(instance, "response", None) is not None:
+        _bind(instance)
+        call = c.call_on(instance)
     return call if call is not None and call.observed == c.UNOBSERVED else None
 
 
@@ -288,8 +294,11 @@ _LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: n
 _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
 
 PATCHES = (
-    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=_REQUEST, scopes=_SYNC),
-    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=_REQUEST, scopes=_ASYNC),
+    # anthropic 1.x has no call span, so no _request below request(): its request() is the same choke point
+    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=_REQUEST, scopes=_SYNC,
+          fallback="SyncAPIClient.request"),
+    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=_REQUEST, scopes=_ASYNC,
+          fallback="AsyncAPIClient.request"),
     Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=_ATTEMPT,
           scopes=_SYNC),
     Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=_ATTEMPT,

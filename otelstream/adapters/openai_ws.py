@@ -1,4 +1,4 @@
-"""openai 3.x Responses WebSocket mode: ``responses.connect()`` connections (recv, iteration, ``dispatch_events``)
+"""openai 3.32+ Responses WebSocket mode: ``responses.connect()`` connections (recv, iteration, ``dispatch_events``)
 and ``ResponsesWebSocketSession`` lanes, sync and async, plus the beta twins.
 
 A "stream" here is one response on one ``stream_id`` lane (None = the default lane): from the ``response.create``
@@ -14,8 +14,10 @@ Patch points (openai 3.57, ``site-packages/openai``):
 - ``recv_bytes`` on the same classes (``:4230``, ``:4556``…): the wait (``t_pull``) and how the socket ended — a
   ``ConnectionClosed`` from here with a response open is ``transport_error`` (abnormal close, also when a reconnect
   follows: the server-side response is lost), ``cut`` (normal server close), or the caller's close.
-- ``WebSocketConnectionBase.send_raw`` / async twin (``_websocket_connection.py:246``, ``:474``; the connection's
-  ``send`` calls it explicitly on the base class): ``response.create`` time, lane and model.
+- ``send`` on the two connection classes and ``WebSocketConnectionBase.send_raw`` / async twin
+  (``_websocket_connection.py:246``, ``:474``): ``response.create`` time, lane and model. From 3.42 ``send`` calls
+  ``send_raw`` explicitly on the base class; 3.32-3.41 write to the socket from ``send`` itself. The outermost of the
+  two registers the create (``_SENDING``), so each message is seen once on every release.
 - ``ResponsesWebSocketLane.send`` / ``AsyncResponsesWebSocketLane.send`` (``lib/responses_websocket/_session.py:347``,
   ``:535``): lanes write straight to the socket (``:362``), bypassing ``send_raw``.
 - ``close`` (``_websocket_connection.py:281``, ``:505``): the caller's close abandons open responses.
@@ -23,6 +25,9 @@ Patch points (openai 3.57, ``site-packages/openai``):
 - ``__init__`` of the four connection classes (``resources/responses/responses.py:4177``, ``:4502``; beta
   ``:5000``, ``:5325``), built by the connection manager's ``__enter__`` on the caller's thread: the connection span
   (``otelstream.websocket``) opens there, once, under the caller's current context.
+
+Releases before 3.32 have no ``openai._websocket_connection``: that missing patch module leaves their WebSocket mode
+unobserved (one WARNING; no connection span, no report), rather than half observed.
 
 The connection span opens exactly once per connection (at ``__init__``, or lazily under a lock for a connection
 built before ``instrument()``) and ends exactly once, on whichever close path comes first: the caller's ``close()``
@@ -34,6 +39,7 @@ that gives up, or the connection object being garbage-collected.
 from __future__ import annotations
 
 import collections
+import contextvars
 import json
 import threading
 import weakref
@@ -226,20 +232,35 @@ def _create_payload(data: Any) -> dict[str, Any] | None:
 Sent = tuple["_Ws | None", "c.Call | None"]
 
 
+def _connection_created(instance: Any, payload: dict[str, Any]) -> Sent:
+    """A connection is sending the ``response.create`` ``payload`` (its fields)."""
+    ws = _ws_of(instance)
+    if ws is None:
+        return None, None
+    sid = payload.get("stream_id")
+    response = payload.get("response")  # older shape nested the params under "response"
+    params = response if isinstance(response, dict) and not payload.get("model") else payload
+    call = _created(ws, sid if isinstance(sid, str) else None, params)
+    if call is not None and instance.__dict__.get("_is_reconnecting"):
+        ws.queued.append(call)  # sent when the reconnect completes (_after_reconnect)
+    return ws, call
+
+
 def _before_send_raw(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
     with _guard.guard("openai_ws.send"):
         payload = _create_payload(args[0] if args else kwargs.get("data"))
-        if payload is None:
-            return None, None
-        ws = _ws_of(instance)
-        if ws is not None:
-            sid = payload.get("stream_id")
-            response = payload.get("response")  # older shape nested the params under "response"
-            params = response if isinstance(response, dict) and not payload.get("model") else payload
-            call = _created(ws, sid if isinstance(sid, str) else None, params)
-            if call is not None and instance.__dict__.get("_is_reconnecting"):
-                ws.queued.append(call)  # sent when the reconnect completes (_after_reconnect)
-            return ws, call
+        if payload is not None:
+            return _connection_created(instance, payload)
+    return None, None
+
+
+def _before_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
+    """The connection's ``send(event)``: releases before 3.42 write it to the socket themselves, later ones pass it
+    to ``send_raw`` (then this outer send is the one that registers it: ``_SENDING``)."""
+    with _guard.guard("openai_ws.send"):
+        fields = _create_event(args, kwargs)
+        if fields is not None:
+            return _connection_created(instance, fields)
     return None, None
 
 
@@ -248,6 +269,10 @@ def _create_event(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, An
     event = args[0] if args else kwargs.get("event")
     fields: Any = event if isinstance(event, dict) else getattr(event, "__dict__", {})
     return fields if fields.get("type") == "response.create" else None  # type: ignore[no-any-return]
+
+
+# inside a patched send: a send it makes through another patched one (3.42+: send -> send_raw) is the same message
+_SENDING: contextvars.ContextVar[bool] = contextvars.ContextVar("otelstream_ws_sending", default=False)
 
 
 def _before_lane_send(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Sent:
@@ -266,25 +291,36 @@ def _send_wrappers(before: Callable[[Any, tuple[Any, ...], dict[str, Any]], Sent
     parse response.created before send returns) and withdrawn if the send raises."""
 
     def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _SENDING.get():
+            return wrapped(*args, **kwargs)
         ws, call = before(instance, args, kwargs)
+        token = _SENDING.set(True)
         try:
             return wrapped(*args, **kwargs)
         except BaseException as exc:
             _withdrawn(ws, call, exc)
             raise
+        finally:
+            _SENDING.reset(token)
 
     async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if _SENDING.get():
+            return await wrapped(*args, **kwargs)
         ws, call = before(instance, args, kwargs)
+        token = _SENDING.set(True)
         try:
             return await wrapped(*args, **kwargs)
         except BaseException as exc:
             _withdrawn(ws, call, exc)
             raise
+        finally:
+            _SENDING.reset(token)
 
     return sync, async_
 
 
 _send_raw_sync, _send_raw_async = _send_wrappers(_before_send_raw)
+_send_sync, _send_async = _send_wrappers(_before_send)
 _lane_send_sync, _lane_send_async = _send_wrappers(_before_lane_send)
 
 _QUEUED = c.KEY + "_queued"  # on a connection manager: the creates its send() queued before the connection existed
@@ -544,6 +580,8 @@ PATCHES = (
         _ws_patch(module, f"{cls}.{method}", wrapper)
         for module in _RESOURCES
         for cls, method, wrapper in (
+            ("ResponsesConnection", "send", _send_sync),
+            ("AsyncResponsesConnection", "send", _send_async),
             ("ResponsesConnection", "parse_event", _parse_event),
             ("AsyncResponsesConnection", "parse_event", _parse_event),
             ("ResponsesConnection", "recv_bytes", _recv_bytes_sync),

@@ -237,3 +237,20 @@ def test_trio_cancellation_is_a_cancel() -> None:
     assert _common.classify_common(asyncio.CancelledError()) == ("cancel", None)
     other = type("Cancelled", (Exception,), {"__module__": "myapp.jobs"})
     assert _common.classify_common(other()) is None
+
+
+def test_a_patch_module_the_release_lacks_is_told_apart_from_one_not_imported_yet() -> None:
+    """``module_absent`` (the missing-patch-module check made at the SDK's import) finds a module the installed
+    package does not have without importing anything, and never takes a module merely not imported yet for one."""
+    import pkgutil
+    import sys
+
+    from otelstream.adapters._patch import module_absent
+
+    assert module_absent("openai.no_such_module") and module_absent("openai.no_such_package.inner")
+    assert module_absent("openai._streaming.inner")  # a plain module has no submodules
+    assert not module_absent("openai._streaming")
+    unimported = (f"openai.{m.name}" for m in pkgutil.iter_modules(openai.__path__))
+    lazy = next(name for name in unimported if name not in sys.modules)
+    assert not module_absent(lazy)
+    assert lazy not in sys.modules  # looked up, not imported

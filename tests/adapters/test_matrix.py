@@ -28,6 +28,7 @@ from tests.adapters.conftest import (
     openai_client,
 )
 from tests.adapters.recording import RecordingListener
+from tests.sdk_features import OPENAI_WRAPS_BODY_ERRORS
 
 MSGS = [{"role": "user", "content": "x"}]
 
@@ -232,7 +233,8 @@ def test_keepalive(rec: RecordingListener, drv: Driver) -> None:
 
 def test_drop_mid_stream(rec: RecordingListener, drv: Driver) -> None:
     stream = drv.open(**{"x-variant": "drop"})
-    exc_type = openai.APIConnectionError if drv.spec.sdk == "openai" else httpx2.RemoteProtocolError
+    wrapped = drv.spec.sdk == "openai" and OPENAI_WRAPS_BODY_ERRORS
+    exc_type = openai.APIConnectionError if wrapped else httpx2.RemoteProtocolError
     with pytest.raises(exc_type):
         drv.drain(stream)
     r = rec.one()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -11,10 +13,13 @@ from typing import Any
 import openai
 import pytest
 
-from otelstream import names
+from otelstream import adapters, names
+from otelstream.adapters import _patch
 from tests.adapters.recording import RecordingListener
+from tests.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
 pytest.importorskip("websockets")
+observed = pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)
 
 
 async def _handler(ws: Any) -> None:
@@ -83,6 +88,7 @@ def _client(url: str) -> openai.OpenAI:
     return openai.OpenAI(api_key="sk-test", base_url=url)
 
 
+@observed
 def test_ws_two_lanes_iteration(rec: RecordingListener, ws_url: str) -> None:
     with _client(ws_url).responses.connect() as conn:
         conn.response.create(model="gpt-test", input="hi", stream_id="a")
@@ -102,6 +108,7 @@ def test_ws_two_lanes_iteration(rec: RecordingListener, ws_url: str) -> None:
     assert [k for k, _ in rec.connections] == ["opened", "closed"]
 
 
+@observed
 def test_ws_recv_and_caller_close_abandons(rec: RecordingListener, ws_url: str) -> None:
     with _client(ws_url).responses.connect() as conn:
         conn.response.create(model="gpt-test", input="hi")
@@ -110,6 +117,7 @@ def test_ws_recv_and_caller_close_abandons(rec: RecordingListener, ws_url: str) 
     assert (r.outcome, r.abandoned_reason, r.stream_id) == (names.ABANDONED, names.ABANDON_CLOSE, None)
 
 
+@observed
 def test_ws_abnormal_drop_is_transport_error(rec: RecordingListener, ws_url: str) -> None:
     with _client(ws_url).responses.connect() as conn:
         conn.response.create(model="gpt-test", input="hi", metadata={"fault": "drop"})
@@ -119,6 +127,7 @@ def test_ws_abnormal_drop_is_transport_error(rec: RecordingListener, ws_url: str
     assert rec.one().outcome == names.TRANSPORT_ERROR
 
 
+@observed
 def test_ws_normal_server_close_is_cut(rec: RecordingListener, ws_url: str) -> None:
     with _client(ws_url).responses.connect() as conn:
         conn.response.create(model="gpt-test", input="hi", metadata={"fault": "close"})
@@ -127,6 +136,7 @@ def test_ws_normal_server_close_is_cut(rec: RecordingListener, ws_url: str) -> N
     assert rec.one().outcome == names.CUT
 
 
+@observed
 def test_ws_async(rec: RecordingListener, ws_url: str) -> None:
     async def go() -> None:
         client = openai.AsyncOpenAI(api_key="sk-test", base_url=ws_url)
@@ -140,6 +150,7 @@ def test_ws_async(rec: RecordingListener, ws_url: str) -> None:
     assert rec.one().outcome == names.COMPLETED
 
 
+@observed
 def test_ws_session_lanes(rec: RecordingListener, ws_url: str) -> None:
     from openai.lib.responses_websocket._session import ResponsesWebSocketLimits, ResponsesWebSocketSession
 
@@ -155,6 +166,7 @@ def test_ws_session_lanes(rec: RecordingListener, ws_url: str) -> None:
     assert (r.stream_id, r.outcome, r.deltas) == ("x", names.COMPLETED, 1)
 
 
+@observed
 def test_ws_a_silent_lane_waits_while_another_streams(rec: RecordingListener, ws_url: str) -> None:
     """Lane a's server pauses 0.6 s while lane b streams and the caller pulls without pause: a's pause is a wait
     (its max wait, a live stall over a 0.3 s threshold), not time its consumer spent."""
@@ -171,6 +183,7 @@ def test_ws_a_silent_lane_waits_while_another_streams(rec: RecordingListener, ws
     assert a.max_wait_ns >= 500_000_000 and a.consumer_ns < 200_000_000
 
 
+@observed
 def test_ws_create_that_cannot_be_sent_is_not_left_waiting(rec: RecordingListener, ws_url: str) -> None:
     """A create sent after the caller closed the connection raises: it ends as a request that never produced a
     stream, instead of waiting on its lane for a response that will not come."""
@@ -185,6 +198,7 @@ def test_ws_create_that_cannot_be_sent_is_not_left_waiting(rec: RecordingListene
     assert [r.outcome for r in rec.reports] == [names.COMPLETED, names.HTTP_ERROR]
 
 
+@observed
 def test_ws_create_sent_during_a_reconnect_is_timed_from_its_send(rec: RecordingListener, ws_url: str) -> None:
     """A create sent from on_reconnecting waits in the SDK's queue through the backoff (0.5 s here): its TTFD starts
     when the new socket sends it, not when it was queued."""
@@ -204,6 +218,7 @@ def test_ws_create_sent_during_a_reconnect_is_timed_from_its_send(rec: Recording
     assert resent.time_to_first_delta_ns is not None and resent.time_to_first_delta_ns < 400_000_000
 
 
+@observed
 def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingListener, ws_url: str) -> None:
     """The manager's send() may queue a create before the connection exists; entering sends it: it is the caller's
     request (model, its own t_request), not a response the server chained on its own."""
@@ -217,6 +232,7 @@ def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingLis
     assert (r.outcome, r.request_model) == (names.COMPLETED, "gpt-test")
 
 
+@observed
 def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: RecordingListener, ws_url: str) -> None:
     """A long-lived connection that names a new lane for every response: finished lanes are let go beyond a few
     dozen (each held ≈1 KB, and every pull walked them all)."""
@@ -231,3 +247,32 @@ def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: Re
         lanes = len(conn.__dict__[openai_ws.c.KEY].lanes)
     assert len(rec.reports) == 80 and all(r.outcome == names.COMPLETED for r in rec.reports)
     assert lanes <= openai_ws._IDLE_LANES_KEPT
+
+
+@pytest.mark.skipif(OPENAI_WEBSOCKET_OBSERVED, reason="this openai release has the WebSocket base class: observed")
+def test_ws_on_a_release_without_its_patch_module_is_not_observed(
+    ws_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """openai < 3.32 has WebSocket mode but not ``openai._websocket_connection``: one WARNING names the missing
+    patch points, and a response streamed over the socket is not reported at all (no connection span either) rather
+    than half observed; what the caller reads is the SDK's."""
+    _patch.PATCHER._warned.clear()
+    caplog.set_level(logging.WARNING, logger="otelstream")
+    listener = RecordingListener()
+    adapters.install(listener)
+    try:
+        with _client(ws_url).responses.connect() as conn:
+            conn.response.create(model="gpt-test", input="hi")
+            types = []
+            for event in conn:
+                types.append(event.type)
+                if event.type == "response.completed":
+                    break
+        gc.collect()
+    finally:
+        adapters.uninstall()
+        _patch.PATCHER._warned.clear()
+    assert types == ["response.created", "response.output_text.delta", "response.completed"]
+    assert listener.reports == [] and listener.started == [] and listener.connections == []
+    warnings = [r.getMessage() for r in caplog.records if "openai._websocket_connection." in r.getMessage()]
+    assert warnings and all("WebSocket-mode responses are not observed at all" in m for m in warnings), warnings

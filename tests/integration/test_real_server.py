@@ -21,6 +21,7 @@ from otelstream.demo import faults as F
 from otelstream.demo.provider import FAULT_HEADER, TOKENS_HEADER, FakeProvider
 from tests.adapters.recording import RecordingListener
 from tests.integration import wire
+from tests.sdk_features import OPENAI_WRAPS_BODY_ERRORS
 
 MSGS: Any = [{"role": "user", "content": "hi"}]
 TAG = "x-test-tag"
@@ -188,7 +189,7 @@ def _expected_exception(spec: Surface, fault: str) -> tuple[type[BaseException],
     if fault == F.NO_HEADERS:
         return (openai.APITimeoutError,) if oa else (anthropic.APITimeoutError,)
     if fault == F.RESET:
-        return (openai.APIConnectionError,) if oa else (httpx2.RemoteProtocolError,)
+        return (openai.APIConnectionError,) if oa and OPENAI_WRAPS_BODY_ERRORS else (httpx2.RemoteProtocolError,)
     if fault == F.ERROR and spec.surface != names.RESPONSES:
         return (openai.APIError,) if oa else (anthropic.APIStatusError,)
     return None

@@ -23,6 +23,7 @@ from otelstream import names, offline
 from tests.adapters import bodies
 from tests.adapters.recording import RecordingListener
 from tests.integration.scripted import SCRIPT_HEADER, Half, Pause, ScriptedServer, Step
+from tests.sdk_features import OPENAI_WRAPS_BODY_ERRORS
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -129,7 +130,7 @@ def test_read_timeout_mid_body(rec: RecordingListener, scripted: ScriptedServer,
                                is_async: bool) -> None:  # fmt: skip
     frames = FRAMES[surface]("ok")
     seen = play(scripted, surface, [*frames[:2], Pause(0.5), *frames[2:]], is_async, timeout=0.15)
-    want = openai.APITimeoutError if surface != names.MESSAGES else httpx2.ReadTimeout
+    want = openai.APITimeoutError if surface != names.MESSAGES and OPENAI_WRAPS_BODY_ERRORS else httpx2.ReadTimeout
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
     assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_TIMEOUT)
@@ -141,7 +142,8 @@ def test_read_timeout_mid_body(rec: RecordingListener, scripted: ScriptedServer,
 def test_half_written_chunk(rec: RecordingListener, scripted: ScriptedServer, surface: str, is_async: bool) -> None:
     frames = FRAMES[surface]("ok")
     seen = play(scripted, surface, [*frames[:2], Half(frames[2])], is_async)
-    want = openai.APIConnectionError if surface != names.MESSAGES else httpx2.RemoteProtocolError
+    wrapped = surface != names.MESSAGES and OPENAI_WRAPS_BODY_ERRORS
+    want = openai.APIConnectionError if wrapped else httpx2.RemoteProtocolError
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
     assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_CONNECTION)

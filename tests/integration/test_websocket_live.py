@@ -18,8 +18,10 @@ from otelstream.demo import faults as F
 from otelstream.demo.provider import FakeProvider
 from tests.adapters.recording import RecordingListener
 from tests.integration import wire
+from tests.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
 pytest.importorskip("websockets")
+pytestmark = pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)
 
 TERMINAL = ("response.completed", "response.failed", "response.incomplete", "error")
 WS_FAULTS = [f for f in F.SERVER_FAULTS if F.is_supported(f, names.RESPONSES_WEBSOCKET)]

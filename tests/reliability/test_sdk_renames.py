@@ -316,20 +316,22 @@ def test_anthropic_iter_events_renamed_keepalives_unknown(
     _assert_unknown(attrs, inst, (names.MEASURE_KEEPALIVES,))
 
 
-def test_anthropic_request_entry_renamed_t_request_measures_unknown(
+def test_anthropic_request_entry_renamed_its_public_request_serves(
     monkeypatch: pytest.MonkeyPatch, server: ScriptedServer, warned: Callable[[], list[str]]
 ) -> None:
+    """Without ``_request`` (anthropic 1.x never had it) the patch falls back to ``request()``, the same choke point
+    one level up: no WARNING, everything measured, one span."""
     C = anthropic._base_client.SyncAPIClient
     rename(monkeypatch, Rename((C,), "_request", "_perform", ((C, "request"),)))
     with _instrumented_twice() as inst:
         items = _messages(server)
         attrs = _one_span(inst)
     assert len(items) == 7
-    measures = (*T_REQUEST, names.MEASURE_RETRIES, names.MEASURE_HTTP_ERRORS)
-    _assert_warning(warned(), "anthropic._base_client.SyncAPIClient._request", measures)
+    assert warned() == []
     assert attrs[names.ATTR_OUTCOME] == names.COMPLETED
-    _assert_unknown(attrs, inst, measures)
-    assert attrs[names.ATTR_KEEPALIVES] == 1  # what does not depend on it is still measured
+    assert attrs[names.ATTR_RETRIES] == 0 and attrs[names.ATTR_RESPONSE_TTFC] > 0
+    assert names.ATTR_UNOBSERVED not in attrs
+    assert attrs[names.ATTR_KEEPALIVES] == 1
 
 
 def test_anthropic_attempt_renamed_retries_unknown(
