@@ -39,7 +39,7 @@ import time
 import types
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
@@ -279,32 +279,35 @@ def _forwards_close(frame: types.FrameType) -> bool:
     code = frame.f_code
     if code in _RESPONSE_CLOSE_CODES:
         return True
-    return code.co_name in ("close", "aclose") and isinstance(
-        frame.f_locals.get("self"), (httpx2.SyncByteStream, httpx2.AsyncByteStream)
-    )
+    return code.co_name in ("close", "aclose") and isinstance(frame.f_locals.get("self"), _BYTE_STREAMS)
 
 
 def bind_response(call: Call, response: Any) -> None:
-    """Wrap ``response.stream`` (httpx2 only) to see every close of the body, by any path (research §1.4 #3: the
-    openai helpers close ``_response`` directly, so patching ``Stream.close`` would miss them)."""
+    """Wrap ``response.stream`` (an ``httpx2`` or ``httpx`` response) to see every close of the body, by any path
+    (research §1.4 #3: the openai helpers close ``_response`` directly, so patching ``Stream.close`` would miss
+    them)."""
     with _guard.guard("adapters.bind_response"):
         tracker = call.tracker
         if not tracker.t_handed:  # the stream (or the raw response it is parsed from) reaches the caller now
             tracker.t_handed = tracker.clock()
         body = response.stream
-        if isinstance(body, (_BodySync, _BodyAsync, _BodyBoth)):
+        if isinstance(body, _BodyBase):
             return
-        is_sync = isinstance(body, httpx2.SyncByteStream)
-        is_async = isinstance(body, httpx2.AsyncByteStream)
-        # keep the byte-stream kind: httpx2.Response.close/aclose check it (httpx2/_models.py:976, :1080), and so
-        # does anthropic's tracing wrapper (anthropic/_tracing.py:628-636)
+        lib = type(response).__module__.partition(".")[0]
+        kinds = _BODY_KINDS.get(lib) or (_adopt_httpx() if lib == "httpx" else None)
+        if kinds is None:
+            return  # another client library: no close hook; the watch and the idle fallback cover it
+        sync_kind, async_kind, body_sync, body_async, body_both = kinds
+        is_sync = isinstance(body, sync_kind)
+        is_async = isinstance(body, async_kind)
+        # keep the byte-stream kind: httpx2.Response.close/aclose check it (httpx2/_models.py:976, :1080; httpx's
+        # the same), and so does anthropic's tracing wrapper (anthropic/_tracing.py:628-636)
         if is_sync and is_async:
-            response.stream = _BodyBoth(body, call)
+            response.stream = body_both(body, call)
         elif is_sync:
-            response.stream = _BodySync(body, call)
+            response.stream = body_sync(body, call)
         elif is_async:
-            response.stream = _BodyAsync(body, call)
-        # a legacy `httpx` response (openai still accepts httpx clients): no close hook; the watch and idle cover it
+            response.stream = body_async(body, call)
 
 
 class _BodyBase:
@@ -332,8 +335,7 @@ class _BodyBase:
         return getattr(body, name)
 
 
-# Real subclasses of the httpx2 kinds, so httpx2's and anthropic's isinstance checks hold.
-class _BodySync(_BodyBase, httpx2.SyncByteStream):
+class _SyncBody(_BodyBase):
     def __iter__(self) -> Iterator[bytes]:
         return iter(self._otelstream_body)  # the inner iterator itself: no per-chunk cost
 
@@ -342,7 +344,7 @@ class _BodySync(_BodyBase, httpx2.SyncByteStream):
         self._otelstream_body.close()
 
 
-class _BodyAsync(_BodyBase, httpx2.AsyncByteStream):
+class _AsyncBody(_BodyBase):
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self._otelstream_body.__aiter__()  # type: ignore[no-any-return]
 
@@ -351,13 +353,55 @@ class _BodyAsync(_BodyBase, httpx2.AsyncByteStream):
         await self._otelstream_body.aclose()
 
 
-class _BodyBoth(_BodySync, httpx2.AsyncByteStream):
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._otelstream_body.__aiter__()  # type: ignore[no-any-return]
+class _BothBody(_SyncBody):
+    __aiter__ = _AsyncBody.__aiter__
+    aclose = _AsyncBody.aclose
 
-    async def aclose(self) -> None:
-        body_closed(self._otelstream_call)
-        await self._otelstream_body.aclose()
+
+BodyKinds = tuple[type, type, type, type, type]  # the library's sync and async kinds, our sync, async and both bodies
+
+
+def _body_kinds(lib: ModuleType) -> BodyKinds:
+    """Our body wrappers as real subclasses of one client library's byte-stream kinds, so that its and anthropic's
+    isinstance checks hold."""
+    sync_kind, async_kind = lib.SyncByteStream, lib.AsyncByteStream
+    name = lib.__name__
+    return (
+        sync_kind,
+        async_kind,
+        type(f"{name}Body", (_SyncBody, sync_kind), {"__module__": __name__}),
+        type(f"{name}AsyncBody", (_AsyncBody, async_kind), {"__module__": __name__}),
+        type(f"{name}BothBody", (_BothBody, sync_kind, async_kind), {"__module__": __name__}),
+    )
+
+
+# per client library (its top-level package name): httpx2, both SDKs' client; httpx, openai 2.x's, adopted when the
+# first response of it is bound (it need not be installed)
+_BODY_KINDS: dict[str, BodyKinds] = {"httpx2": _body_kinds(httpx2)}
+_BYTE_STREAMS: tuple[type, ...] = (httpx2.SyncByteStream, httpx2.AsyncByteStream)
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, httpx2.StreamError)
+
+
+def _adopt_httpx() -> BodyKinds | None:
+    """The legacy ``httpx`` (openai 2.x reads its streams with it), met in a response or an exception: the same body
+    hooks, iteration codes and transport errors for its classes, made once per process."""
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return None
+    global _BYTE_STREAMS, _TRANSPORT_ERRORS
+    with _ADOPT_LOCK:
+        kinds = _BODY_KINDS.get("httpx")
+        if kinds is None:
+            kinds = _body_kinds(httpx)
+            _ITERATION_CODES.update((httpx.Response.iter_raw.__code__, httpx.Response.aiter_raw.__code__))
+            _RESPONSE_CLOSE_CODES.update((httpx.Response.close.__code__, httpx.Response.aclose.__code__))
+            _BYTE_STREAMS = (*_BYTE_STREAMS, httpx.SyncByteStream, httpx.AsyncByteStream)
+            _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, httpx.TransportError, httpx.StreamError)
+            _BODY_KINDS["httpx"] = kinds
+    return kinds
+
+
+_ADOPT_LOCK = threading.Lock()
 
 
 # --- exception mapping (DESIGN §2) -------------------------------------------------------------------------
@@ -378,8 +422,10 @@ def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
         return "gc", None
     if isinstance(exc, ValueError):  # json.JSONDecodeError and friends: undecodable data (error class protocol)
         return "transport_error", None
-    if isinstance(exc, (httpx2.TransportError, httpx2.StreamError)):
+    if isinstance(exc, _TRANSPORT_ERRORS):
         return "transport_error", None
+    if type(exc).__module__.startswith("httpx.") and "httpx" not in _BODY_KINDS and _adopt_httpx() is not None:
+        return classify_common(exc)
     return None
 
 

@@ -186,22 +186,24 @@ def resume_filter(frames: list[bytes], after: int) -> list[bytes]:
 class Server:
     """The MockTransport handler (sync or async bodies)."""
 
-    def __init__(self, *, is_async: bool) -> None:
+    def __init__(self, *, is_async: bool, http: Any = httpx2) -> None:
         self.is_async = is_async
+        self.http = http  # the SDK's client library (httpx2, or httpx for openai 2.x): its Response and errors
         self.requests: list[httpx2.Request] = []
         self.counts: dict[str, int] = {}
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        http = self.http
         self.requests.append(request)
         h = request.headers
         if "x-connect-error" in h:
-            raise httpx2.ConnectError("connection refused", request=request)
+            raise http.ConnectError("connection refused", request=request)
         key = h.get("x-key", "")
         self.counts[key] = self.counts.get(key, 0) + 1
         if self.counts[key] <= int(h.get("x-fail-first", "0")):
-            return httpx2.Response(500, json={"error": {"message": "try again", "type": "server_error"}})
+            return http.Response(500, json={"error": {"message": "try again", "type": "server_error"}})
         if "x-status" in h:
-            return httpx2.Response(int(h["x-status"]), json={"error": {"message": "no", "type": "rate_limit_error",
+            return http.Response(int(h["x-status"]), json={"error": {"message": "no", "type": "rate_limit_error",
                                                                         "code": "rate_limit_exceeded"}})  # fmt: skip
         variant = h.get("x-variant", "ok")
         frames = frames_for(request.url.path, "ok" if variant == "drop" else variant)
@@ -212,24 +214,26 @@ class Server:
         slow = float(h.get("x-slow", "0"))
         pause_at = _first_delta_index(frames)
         headers = {"content-type": "text/event-stream", "x-request-id": "req_123", "request-id": "req_123"}
-        body = self._abody(frames, drop_at, slow, pause_at) if self.is_async else self._body(frames, drop_at, slow,
-                                                                                              pause_at)
-        return httpx2.Response(200, headers=headers, content=body)
+        args = (frames, drop_at, slow, pause_at, http.RemoteProtocolError)
+        body = self._abody(*args) if self.is_async else self._body(*args)
+        return http.Response(200, headers=headers, content=body)
 
     @staticmethod
-    def _body(frames: list[bytes], drop_at: int | None, slow: float, pause_at: int) -> Iterator[bytes]:
+    def _body(frames: list[bytes], drop_at: int | None, slow: float, pause_at: int, drop: Any) -> Iterator[bytes]:
         for i, f in enumerate(frames):
             if i == drop_at:
-                raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+                raise drop("peer closed connection without sending complete message body")
             if slow and i == pause_at:
                 time.sleep(slow)
             yield f
 
     @staticmethod
-    async def _abody(frames: list[bytes], drop_at: int | None, slow: float, pause_at: int) -> AsyncIterator[bytes]:
+    async def _abody(
+        frames: list[bytes], drop_at: int | None, slow: float, pause_at: int, drop: Any
+    ) -> AsyncIterator[bytes]:
         for i, f in enumerate(frames):
             if i == drop_at:
-                raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+                raise drop("peer closed connection without sending complete message body")
             if slow and i == pause_at:
                 await asyncio.sleep(slow)
             yield f

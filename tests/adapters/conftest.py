@@ -12,6 +12,7 @@ import pytest
 from otelstream import adapters
 from tests.adapters.bodies import Server
 from tests.adapters.recording import RecordingListener
+from tests.sdk_features import OPENAI_HTTP
 
 
 @pytest.fixture
@@ -33,15 +34,15 @@ def iterator_kind(stream: object) -> str:
 
 
 def openai_client(server: Server | None = None, **kwargs: object) -> openai.OpenAI:
-    server = server or Server(is_async=False)
-    http = httpx2.Client(transport=httpx2.MockTransport(server))
+    server = server or Server(is_async=False, http=OPENAI_HTTP)
+    http = OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(server))
     return openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=http,
                          max_retries=kwargs.pop("max_retries", 0), **kwargs)  # type: ignore[arg-type]
 
 
 def async_openai_client(server: Server | None = None, **kwargs: object) -> openai.AsyncOpenAI:
-    server = server or Server(is_async=True)
-    http = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+    server = server or Server(is_async=True, http=OPENAI_HTTP)
+    http = OPENAI_HTTP.AsyncClient(transport=OPENAI_HTTP.MockTransport(server))
     return openai.AsyncOpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=http,
                               max_retries=kwargs.pop("max_retries", 0), **kwargs)  # type: ignore[arg-type]
 

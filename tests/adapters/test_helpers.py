@@ -13,6 +13,7 @@ import pytest
 from otelstream import _guard, names
 from tests.adapters.conftest import anthropic_client, async_anthropic_client, async_openai_client, openai_client
 from tests.adapters.recording import RecordingListener
+from tests.sdk_features import OPENAI_HTTP
 
 MSGS = [{"role": "user", "content": "x"}]
 
@@ -221,7 +222,7 @@ def test_stopping_the_program_before_the_headers_is_a_cancel_not_an_http_error(r
             raise stop()
 
         client = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0,
-                               http_client=httpx2.Client(transport=httpx2.MockTransport(refuse)))  # fmt: skip
+                               http_client=OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(refuse)))  # fmt: skip
         with pytest.raises(stop):
             client.chat.completions.create(model="gpt-test", messages=MSGS, stream=True)  # type: ignore[arg-type]
     assert [(r.outcome, r.abandoned_reason) for r in rec.reports] == [(names.ABANDONED, names.ABANDON_CANCEL)] * 2

@@ -25,6 +25,7 @@ from otelstream import _guard, adapters, names
 from otelstream.core.tracker import StreamTracker
 from tests.adapters import bodies
 from tests.adapters.recording import RecordingListener
+from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
@@ -89,10 +90,15 @@ def _chunks(case: Case) -> list[bytes]:
     return out
 
 
+def _lib(case: Case) -> Any:
+    """The SDK's HTTP client library (openai 2.x: httpx)."""
+    return ANTHROPIC_HTTP if case.surface == names.MESSAGES else OPENAI_HTTP
+
+
 def _fail(case: Case, request: httpx2.Request) -> BaseException:
     if case.end == "drop":
-        return httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
-    return httpx2.ReadTimeout("timed out", request=request)
+        return _lib(case).RemoteProtocolError("peer closed connection without sending complete message body")
+    return _lib(case).ReadTimeout("timed out", request=request)
 
 
 def _handler(case: Case) -> Any:
@@ -111,14 +117,15 @@ def _handler(case: Case) -> Any:
                 raise _fail(case, request)
 
         headers = {"content-type": "text/event-stream", "x-request-id": "req_eq"}
-        return httpx2.Response(200, headers=headers, content=abody() if case.is_async else body())
+        return _lib(case).Response(200, headers=headers, content=abody() if case.is_async else body())
 
     return handle
 
 
 def _create(case: Case) -> Any:
-    transport = httpx2.MockTransport(_handler(case))
-    http: Any = httpx2.AsyncClient(transport=transport) if case.is_async else httpx2.Client(transport=transport)
+    lib = _lib(case)
+    transport = lib.MockTransport(_handler(case))
+    http: Any = lib.AsyncClient(transport=transport) if case.is_async else lib.Client(transport=transport)
     if case.surface == names.MESSAGES:
         cls: Any = anthropic.AsyncAnthropic if case.is_async else anthropic.Anthropic
         c = cls(api_key="k", base_url="http://mock.test", http_client=http, max_retries=0)

@@ -26,6 +26,7 @@ from otelstream import names
 from otelstream.core.report import StreamReport
 from tests.adapters.recording import RecordingListener
 from tests.conftest import CAPTURES
+from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 
 SURFACE_DIRS = {
     "responses": names.RESPONSES,
@@ -91,7 +92,7 @@ def offline() -> dict[str, dict[str, Any]]:
     return {str(Path(r["file"]).relative_to(CAPTURES)): r for r in reports}
 
 
-def _handler(body: bytes, is_async: bool) -> Any:
+def _handler(body: bytes, is_async: bool, lib: Any) -> Any:
     def handle(request: httpx2.Request) -> httpx2.Response:
         headers = {"content-type": "text/event-stream", "x-request-id": "req_parity", "request-id": "req_parity"}
         if is_async:
@@ -99,16 +100,17 @@ def _handler(body: bytes, is_async: bool) -> Any:
             async def agen() -> Any:
                 yield body
 
-            return httpx2.Response(200, headers=headers, content=agen())
-        return httpx2.Response(200, headers=headers, content=iter([body]))
+            return lib.Response(200, headers=headers, content=agen())
+        return lib.Response(200, headers=headers, content=iter([body]))
 
     return handle
 
 
 def _open(surface: str, side: dict[str, Any], is_async: bool, body: bytes) -> tuple[Any, dict[str, Any]]:
     """The SDK call the capture was recorded from (model, n, stream_options as the sidecar says)."""
-    transport = httpx2.MockTransport(_handler(body, is_async))
-    http: Any = httpx2.AsyncClient(transport=transport) if is_async else httpx2.Client(transport=transport)
+    lib = ANTHROPIC_HTTP if surface == names.MESSAGES else OPENAI_HTTP  # the SDK's client library
+    transport = lib.MockTransport(_handler(body, is_async, lib))
+    http: Any = lib.AsyncClient(transport=transport) if is_async else lib.Client(transport=transport)
     req = side.get("request") or {}
     model = req.get("model") or "model"
     if surface == names.MESSAGES:

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import openai
 import pytest
 
@@ -16,6 +15,7 @@ from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.provider import FAULT_HEADER, TOKENS_HEADER, FakeProvider
 from tests.reliability.sdkhelpers import Instrumented, instrumented, outcome_of
+from tests.sdk_features import OPENAI_HTTP
 
 FAULTS = [F.OK, F.CUT, F.RESET, F.ERROR, F.INCOMPLETE, F.HTTP_500]
 
@@ -31,24 +31,24 @@ def _consume(provider: FakeProvider, fault: str, is_async: bool) -> None:
                    "stream_options": {"include_usage": True},
                    "extra_headers": {FAULT_HEADER: fault, TOKENS_HEADER: "4"}}  # fmt: skip
     if not is_async:
-        client = openai.OpenAI(**provider.openai_kwargs(max_retries=0, http_client=httpx2.Client(verify=False)))
+        client = openai.OpenAI(**provider.openai_kwargs(max_retries=0, http_client=OPENAI_HTTP.Client(verify=False)))
         try:
             with client.chat.completions.create(**kwargs) as s:
                 for _ in s:
                     pass
-        except (openai.OpenAIError, httpx2.TransportError):  # a cut body: wrapped by openai 3.14+
+        except (openai.OpenAIError, OPENAI_HTTP.TransportError):  # a cut body: wrapped by openai 3.14+
             pass
         return
 
     async def go() -> None:
-        http = httpx2.AsyncClient(verify=False)
+        http = OPENAI_HTTP.AsyncClient(verify=False)
         client = openai.AsyncOpenAI(**provider.openai_kwargs(max_retries=0, http_client=http))
         try:
             s = await client.chat.completions.create(**kwargs)
             async with s:
                 async for _ in s:
                     pass
-        except (openai.OpenAIError, httpx2.TransportError):
+        except (openai.OpenAIError, OPENAI_HTTP.TransportError):
             pass
 
     asyncio.run(go())

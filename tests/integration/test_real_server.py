@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
@@ -21,7 +20,7 @@ from otelstream.demo import faults as F
 from otelstream.demo.provider import FAULT_HEADER, TOKENS_HEADER, FakeProvider
 from tests.adapters.recording import RecordingListener
 from tests.integration import wire
-from tests.sdk_features import OPENAI_WRAPS_BODY_ERRORS
+from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
 
 MSGS: Any = [{"role": "user", "content": "hi"}]
 TAG = "x-test-tag"
@@ -102,7 +101,8 @@ class Seen:
 
 def client(provider: FakeProvider, spec: Surface, is_async: bool, timeout: float = 10.0) -> Any:
     # a plain-HTTP client of our own: the SDKs' default one loads the CA bundle (~45 ms per client)
-    http = httpx2.AsyncClient(verify=False) if is_async else httpx2.Client(verify=False)
+    lib = ANTHROPIC_HTTP if spec.sdk == "anthropic" else OPENAI_HTTP
+    http = lib.AsyncClient(verify=False) if is_async else lib.Client(verify=False)
     if spec.sdk == "anthropic":
         cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
         return cls(**provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=http))
@@ -157,7 +157,7 @@ async def consume_async(spec: Surface, c: Any, headers: dict[str, str]) -> Seen:
 
 def _prior_response(provider: FakeProvider, rec: RecordingListener) -> str:
     """A completed response the provider remembers, for the resume surfaces (its own report is discarded)."""
-    oa = openai.OpenAI(**provider.openai_kwargs(max_retries=0, http_client=httpx2.Client(verify=False)))
+    oa = openai.OpenAI(**provider.openai_kwargs(max_retries=0, http_client=OPENAI_HTTP.Client(verify=False)))
     with oa.responses.create(model="gpt-4o-mini", input="hi", stream=True,
                              extra_headers={TOKENS_HEADER: "6"}) as s:  # fmt: skip
         rid = next(iter(s)).response.id
@@ -170,6 +170,8 @@ def _prior_response(provider: FakeProvider, rec: RecordingListener) -> str:
 def run(provider: FakeProvider, rec: RecordingListener, spec: Surface, fault: str, is_async: bool,
         extra: dict[str, str] | None = None) -> tuple[Seen, Any]:  # fmt: skip
     """Open and consume one stream; returns what the caller saw and the provider's record of it."""
+    if (reason := lacking(spec.id)) is not None:
+        pytest.skip(reason)
     tag = f"t{next(_tags)}"
     headers = {FAULT_HEADER: fault, TAG: tag, TOKENS_HEADER: "6", **(extra or {})}
     if spec.resume:
@@ -189,7 +191,9 @@ def _expected_exception(spec: Surface, fault: str) -> tuple[type[BaseException],
     if fault == F.NO_HEADERS:
         return (openai.APITimeoutError,) if oa else (anthropic.APITimeoutError,)
     if fault == F.RESET:
-        return (openai.APIConnectionError,) if oa and OPENAI_WRAPS_BODY_ERRORS else (httpx2.RemoteProtocolError,)
+        if oa and OPENAI_WRAPS_BODY_ERRORS:
+            return (openai.APIConnectionError,)
+        return ((OPENAI_HTTP if oa else ANTHROPIC_HTTP).RemoteProtocolError,)
     if fault == F.ERROR and spec.surface != names.RESPONSES:
         return (openai.APIError,) if oa else (anthropic.APIStatusError,)
     return None

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
@@ -23,7 +22,7 @@ from otelstream import names, offline
 from tests.adapters import bodies
 from tests.adapters.recording import RecordingListener
 from tests.integration.scripted import SCRIPT_HEADER, Half, Pause, ScriptedServer, Step
-from tests.sdk_features import OPENAI_WRAPS_BODY_ERRORS
+from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -54,7 +53,8 @@ class Seen:
 
 
 def _client(server: ScriptedServer, surface: str, is_async: bool, timeout: float) -> Any:
-    http = httpx2.AsyncClient(verify=False) if is_async else httpx2.Client(verify=False)
+    lib = ANTHROPIC_HTTP if surface == names.MESSAGES else OPENAI_HTTP
+    http = lib.AsyncClient(verify=False) if is_async else lib.Client(verify=False)
     if surface == names.MESSAGES:
         cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
         return cls(api_key="k", base_url=server.base_url, max_retries=0, timeout=timeout, http_client=http)
@@ -130,7 +130,8 @@ def test_read_timeout_mid_body(rec: RecordingListener, scripted: ScriptedServer,
                                is_async: bool) -> None:  # fmt: skip
     frames = FRAMES[surface]("ok")
     seen = play(scripted, surface, [*frames[:2], Pause(0.5), *frames[2:]], is_async, timeout=0.15)
-    want = openai.APITimeoutError if surface != names.MESSAGES and OPENAI_WRAPS_BODY_ERRORS else httpx2.ReadTimeout
+    lib = ANTHROPIC_HTTP if surface == names.MESSAGES else OPENAI_HTTP
+    want = openai.APITimeoutError if surface != names.MESSAGES and OPENAI_WRAPS_BODY_ERRORS else lib.ReadTimeout
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
     assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_TIMEOUT)
@@ -143,7 +144,8 @@ def test_half_written_chunk(rec: RecordingListener, scripted: ScriptedServer, su
     frames = FRAMES[surface]("ok")
     seen = play(scripted, surface, [*frames[:2], Half(frames[2])], is_async)
     wrapped = surface != names.MESSAGES and OPENAI_WRAPS_BODY_ERRORS
-    want = openai.APIConnectionError if wrapped else httpx2.RemoteProtocolError
+    lib = ANTHROPIC_HTTP if surface == names.MESSAGES else OPENAI_HTTP
+    want = openai.APIConnectionError if wrapped else lib.RemoteProtocolError
     assert isinstance(seen.exc, want), repr(seen.exc)
     r = rec.one()
     assert (r.outcome, r.error_type, r.error_class) == (names.TRANSPORT_ERROR, None, names.EC_CONNECTION)
