@@ -9,11 +9,11 @@ cd "$(dirname "$0")/.."
 
 # row name, openai, anthropic, what runs (FULL: tests/adapters + tests/integration; QUICK: tests/adapters)
 ROWS=(
-  "oldest       3.0.0   2.0.0   FULL"   # openai 3.0-3.31: WebSocket mode not observed (no openai._websocket_connection)
-  "middle       3.32.0  2.7.0   QUICK"  # the first openai with WebSocket mode observed
-  "anthropic-1  3.57.0  1.0.0   FULL"   # anthropic 1.x: request() is the request entry (no _request)
-  "anthropic-1m 3.57.0  1.9.0   QUICK"
-  "anthropic-1n 3.57.0  1.17.0  FULL"
+  "openai3-oldest  3.0.0   2.0.0   FULL"   # openai 3.0-3.31: WebSocket mode unobserved (no openai._websocket_connection)
+  "openai3-middle  3.32.0  2.7.0   QUICK"  # the first openai with WebSocket mode observed
+  "openai2-oldest  2.31.0  1.0.0   FULL"   # openai 2.x on httpx (2.0-2.30 have no per-attempt send: unsupported)
+  "openai2-middle  2.42.0  1.9.0   QUICK"  # anthropic 1.x: its request() is the request entry (no _request)
+  "openai2-newest  2.54.0  1.17.0  FULL"
 )
 PYTHON="${PYTHON:-python3}"
 if [ -n "${SDK_VENVS:-}" ]; then

@@ -126,7 +126,7 @@ def _run(env: Mapping[str, str]) -> None:
         return
     missing: list[str] = []
     if not inst.installed_sdks():
-        missing.append("an LLM SDK to observe: openai >= 3.42 and/or anthropic >= 2.0")
+        missing.append("an LLM SDK to observe: openai >= 2.31 and/or anthropic >= 1.0")
     provider = tracer_provider_from_env(missing, env)
     inst.instrument(tracer_provider=provider)
     if settings.http_spans:

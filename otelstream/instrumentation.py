@@ -32,8 +32,8 @@ _pipeline: Any = None
 _retiring: weakref.WeakSet[Any] = weakref.WeakSet()  # uninstrumented pipelines that still have open streams
 
 # "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
-# lower bounds: the oldest releases CI tests (.ci/oldest-sdks.sh)
-_SDKS = {"openai": "openai >= 3.42", "anthropic": "anthropic >= 2.0"}
+# lower bounds: the oldest releases CI tests (.ci/sdk-matrix.sh)
+_SDKS = {"openai": "openai >= 2.31", "anthropic": "anthropic >= 1.0"}
 
 
 def installed_sdks() -> list[str]:

@@ -1,4 +1,4 @@
-"""openai 3.x SSE surfaces: Responses (create, retrieve/resume, helpers, beta), Chat Completions, Completions.
+"""openai 2.31+ and 3.x SSE surfaces: Responses (create, retrieve/resume, helpers, beta), Chat Completions, Completions.
 
 Patch points (file:line refs are openai 3.57, ``site-packages/openai``):
 
