@@ -32,14 +32,14 @@ for row in "${ROWS[@]}"; do
   venv="$ROOT/$name"
   if ! "$venv/bin/python" - "$oa" "$an" 2>/dev/null <<'PY'
 import sys
-import anthropic, openai, otelstream  # noqa: F401
+import anthropic, httpx, openai, otelstream  # noqa: F401
 sys.exit(0 if (openai.__version__, anthropic.__version__) == (sys.argv[1], sys.argv[2]) else 1)
 PY
   then
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv"
     # the project without its extras (they ask for other SDK releases), the row's SDKs, and what these tests need
-    "$venv/bin/pip" install -q -e . "openai==${oa}" "anthropic==${an}" "websockets>=13,<16" \
+    "$venv/bin/pip" install -q -e . "openai==${oa}" "anthropic==${an}" "websockets>=13,<16" "httpx>=0.23" \
       "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" "hypothesis>=6.100"
   fi
   "$venv/bin/python" - "$oa" "$an" <<'PY'

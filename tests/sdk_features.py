@@ -26,7 +26,7 @@ OPENAI_WRAPS_BODY_ERRORS = hasattr(openai._streaming, "APIConnectionError")
 OPENAI_HTTP: ModuleType = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx
 ANTHROPIC_HTTP: ModuleType = httpx2
 
-# openai 3.x: the beta twins of the Responses API (``client.beta.responses``); 2.x has none
+# openai 2.45+: the beta twins of the Responses API (``client.beta.responses``)
 OPENAI_BETA_RESPONSES = importlib.util.find_spec("openai.resources.beta.responses") is not None
 
 
