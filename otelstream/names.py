@@ -26,6 +26,8 @@ HTTP_STREAM_PATHS: Final = (
 )
 SSE_CONTENT_TYPE: Final = "text/event-stream"
 ANTHROPIC_VERSION_HEADER: Final = "anthropic-version"  # a request carrying it speaks to Anthropic
+# sent by the openai and anthropic SDKs on every request: their adapter owns the stream (or has warned it cannot)
+SDK_REQUEST_HEADER: Final = "x-stainless-lang"
 
 # gen_ai.operation.name per surface
 OPERATION_BY_SURFACE: Final = {

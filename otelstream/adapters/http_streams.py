@@ -231,6 +231,9 @@ def _classify(request: Any) -> tuple[str, dict[str, Any] | None] | None:
     surface = surface_of(request.url.path)
     if surface is None or str(request.method).upper() != "POST":
         return None
+    headers = getattr(request, "headers", None)
+    if headers is not None and headers.get(names.SDK_REQUEST_HEADER) is not None:
+        return None  # an SDK's request whose adapter could not take it (a missing patch point, already warned)
     return surface, _body_facts(request)
 
 
