@@ -545,6 +545,14 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
 # patch point t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a Vertex token
 # refresh) the request.
 T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)
+# What an SDK's patch points alone observe (names.MEASURE_*): unknown for their streams when a release lacks them.
+# The send path (t_request would otherwise be the request entry: before retries and their back-off):
+SEND_MEASURES = (*T_REQUEST_MEASURES, names.MEASURE_RETRIES)
+# The request entry (t_request would be the building of the Stream, after the headers; a request failing before a
+# stream exists would make no call):
+REQUEST_MEASURES = (*SEND_MEASURES, names.MEASURE_HTTP_ERRORS)
+# A lifecycle point: without it no end could be attributed, so its streams are not observed rather than misreported
+LIFECYCLE_MEASURES = (names.MEASURE_STREAM,)
 SEND_SCOPES_SYNC = (_patch.OPENAI, _patch.ANTHROPIC)
 SEND_SCOPES_ASYNC = (_patch.OPENAI_ASYNC, _patch.ANTHROPIC_ASYNC)
 

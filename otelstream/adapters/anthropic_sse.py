@@ -276,39 +276,24 @@ def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwarg
     return agen if call is None else _pings_async(agen, call)
 
 
-# What each patch point alone observes (names.MEASURE_*): unknown for its streams when a release lacks it
-_REQUEST = (
-    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the building of the Stream: after the headers
-    names.MEASURE_TIME_TO_FIRST_DELTA,
-    names.MEASURE_DURATION,
-    names.MEASURE_RETRIES,
-    names.MEASURE_HTTP_ERRORS,  # a request failing before a stream exists makes no call
-)
-_ATTEMPT = (
-    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the request entry: before retries and their back-off
-    names.MEASURE_TIME_TO_FIRST_DELTA,
-    names.MEASURE_DURATION,
-    names.MEASURE_RETRIES,
-)
-_LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
 _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
 
 PATCHES = (
     # anthropic 1.x has no call span, so no _request below request(): its request() is the same choke point
-    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=_REQUEST, scopes=_SYNC,
+    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=c.REQUEST_MEASURES, scopes=_SYNC,
           fallback="SyncAPIClient.request"),
-    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=_REQUEST, scopes=_ASYNC,
-          fallback="AsyncAPIClient.request"),
-    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=_ATTEMPT,
+    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=c.REQUEST_MEASURES,
+          scopes=_ASYNC, fallback="AsyncAPIClient.request"),
+    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=c.SEND_MEASURES,
           scopes=_SYNC),
-    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=_ATTEMPT,
+    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=c.SEND_MEASURES,
           scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=_LIFECYCLE, scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("anthropic._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
-          measures=_LIFECYCLE, scopes=_SYNC),
+          measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
-          measures=_LIFECYCLE, scopes=_ASYNC),
+          measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
     # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
     # when its frame was decoded: the SDK's own work on the event is then counted as wait)
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,

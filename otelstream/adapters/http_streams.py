@@ -669,10 +669,10 @@ def _patches(module: str) -> tuple[Patch, ...]:
     # leaves the HTTP-level streams unobserved (nothing begins them)
     sdk = module == "httpx2"
     return (
-        Patch(module, "Client.send", _send_sync, measures=c.T_REQUEST_MEASURES if sdk else (names.MEASURE_STREAM,),
+        Patch(module, "Client.send", _send_sync, measures=c.T_REQUEST_MEASURES if sdk else c.LIFECYCLE_MEASURES,
               scopes=(*c.SEND_SCOPES_SYNC, _patch.HTTP) if sdk else (_patch.HTTP,)),
         Patch(module, "AsyncClient.send", _send_async,
-              measures=c.T_REQUEST_MEASURES if sdk else (names.MEASURE_STREAM,),
+              measures=c.T_REQUEST_MEASURES if sdk else c.LIFECYCLE_MEASURES,
               scopes=(*c.SEND_SCOPES_ASYNC, _patch.HTTP_ASYNC) if sdk else (_patch.HTTP_ASYNC,)),
         Patch(module, "Client._send_single_request", _hop_sync, measures=_HOP_MEASURES, scopes=(_patch.HTTP,)),
         Patch(module, "AsyncClient._send_single_request", _hop_async, measures=_HOP_MEASURES,

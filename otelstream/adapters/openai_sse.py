@@ -324,37 +324,22 @@ def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
     return result
 
 
-# What each patch point alone observes (names.MEASURE_*): unknown for its streams when a release lacks it
-_REQUEST = (
-    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the building of the Stream: after the headers
-    names.MEASURE_TIME_TO_FIRST_DELTA,
-    names.MEASURE_DURATION,
-    names.MEASURE_RETRIES,
-    names.MEASURE_HTTP_ERRORS,  # a request failing before a stream exists makes no call
-)
-_SEND = (
-    names.MEASURE_TIME_TO_FIRST_EVENT,  # t_request would be the request entry: before retries and their back-off
-    names.MEASURE_TIME_TO_FIRST_DELTA,
-    names.MEASURE_DURATION,
-    names.MEASURE_RETRIES,
-)
-_LIFECYCLE = (names.MEASURE_STREAM,)  # without it no end could be attributed: not observed rather than misreported
-# (without the tap a wait ends when the item arrives, not when its frame was decoded: the SDK's own work on the event
-# then counts as wait)
+# What the _iter_events tap alone observes (without it a wait also ends when the item arrives, not when its frame
+# was decoded: the SDK's own work on the event then counts as wait)
 _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
 
 PATCHES = (
-    Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=_REQUEST, scopes=_SYNC),
-    Patch("openai._base_client", "AsyncAPIClient.request", _request_async, measures=_REQUEST, scopes=_ASYNC),
-    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync, measures=_SEND, scopes=_SYNC),
-    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
-    Patch("openai._client", "OpenAI._send_request", _send_sync, measures=_SEND, scopes=_SYNC),
-    Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=_SEND, scopes=_ASYNC),
+    Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=c.REQUEST_MEASURES, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient.request", _request_async, measures=c.REQUEST_MEASURES, scopes=_ASYNC),
+    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync, measures=c.SEND_MEASURES, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=c.SEND_MEASURES, scopes=_ASYNC),
+    Patch("openai._client", "OpenAI._send_request", _send_sync, measures=c.SEND_MEASURES, scopes=_SYNC),
+    Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=c.SEND_MEASURES, scopes=_ASYNC),
     Patch("openai._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
-          measures=_LIFECYCLE, scopes=_SYNC),
+          measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
-          measures=_LIFECYCLE, scopes=_ASYNC),
+          measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
     # the helper's client-side filter (starting_after): without it the first delta could be a replayed one

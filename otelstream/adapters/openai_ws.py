@@ -568,11 +568,10 @@ _RESOURCES = ("openai.resources.responses.responses", "openai.resources.beta.res
 # caller's close, a reconnect, the create that starts it): without any one of them no response is reported, rather
 # than misreported
 _WS = (_patch.OPENAI_WEBSOCKET,)
-_ALL = (names.MEASURE_STREAM,)
 
 
 def _ws_patch(module: str, path: str, wrapper: Wrapper) -> Patch:
-    return Patch(module, path, wrapper, measures=_ALL, scopes=_WS)
+    return Patch(module, path, wrapper, measures=c.LIFECYCLE_MEASURES, scopes=_WS)
 
 
 PATCHES = (
