@@ -3,7 +3,8 @@ test, instrumented through the public ``otelstream.instrument()`` and undone wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from telehelpers import PACING, TOKENS, Telemetry, warm_up
@@ -29,4 +30,22 @@ def tel() -> Iterator[Telemetry]:
         yield t
     finally:
         otelstream.uninstrument()
+        t.tracer_provider.shutdown()
+
+
+@pytest.fixture
+def instrument() -> Iterator[Callable[..., Telemetry]]:
+    """``instrument(**settings)``: a fresh pipeline with these settings (undone at the end)."""
+    made: list[Telemetry] = []
+
+    def make(**settings: Any) -> Telemetry:
+        otelstream.uninstrument()
+        t = Telemetry.new()
+        otelstream.instrument(tracer_provider=t.tracer_provider, registry=t.registry, **settings)
+        made.append(t)
+        return t
+
+    yield make
+    otelstream.uninstrument()
+    for t in made:
         t.tracer_provider.shutdown()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,23 +27,6 @@ from otelstream.demo.provider import WS_FAULT_KEY, FakeProvider
 CH = names.CHAT_COMPLETIONS
 FEATURE, TENANT = "app.feature", "tenant.id"
 
-
-@pytest.fixture
-def instrument() -> Iterator[Callable[..., Telemetry]]:
-    """``instrument(**settings)``: a fresh pipeline with these settings (undone at the end)."""
-    made: list[Telemetry] = []
-
-    def make(**settings: Any) -> Telemetry:
-        otelstream.uninstrument()
-        t = Telemetry.new()
-        otelstream.instrument(tracer_provider=t.tracer_provider, registry=t.registry, **settings)
-        made.append(t)
-        return t
-
-    yield make
-    otelstream.uninstrument()
-    for t in made:
-        t.tracer_provider.shutdown()
 
 
 def _attrs(span: ReadableSpan) -> dict[str, Any]:

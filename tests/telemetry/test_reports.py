@@ -4,8 +4,7 @@ objects, and ``on_report`` callbacks that see each report once and can neither b
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from telehelpers import ABANDON_AFTER, FAULT_FOR, MODELS, Telemetry, client_for, consume_sync, request_kwargs
@@ -16,22 +15,6 @@ from otelstream.demo.provider import FakeProvider
 
 CH, R, M = names.CHAT_COMPLETIONS, names.RESPONSES, names.MESSAGES
 
-
-@pytest.fixture
-def instrument() -> Iterator[Callable[..., Telemetry]]:
-    made: list[Telemetry] = []
-
-    def make(**settings: Any) -> Telemetry:
-        otelstream.uninstrument()
-        t = Telemetry.new()
-        otelstream.instrument(tracer_provider=t.tracer_provider, registry=t.registry, **settings)
-        made.append(t)
-        return t
-
-    yield make
-    otelstream.uninstrument()
-    for t in made:
-        t.tracer_provider.shutdown()
 
 
 def _streams_total(tel: Telemetry) -> float:
