@@ -288,9 +288,9 @@ def _inflater(coding: str) -> Any:
         elif name == "deflate":
             steps.append(_Deflate().decompress)
         elif name == "br":
-            steps.append(_module_decoder("brotli", "Decompressor", "process"))
+            steps.append(_optional("brotli").Decompressor().process)
         elif name == "zstd":
-            steps.append(_module_decoder("zstandard", "ZstdDecompressor", "decompressobj").decompress)
+            steps.append(_optional("zstandard").ZstdDecompressor().decompressobj().decompress)
         elif name != "identity":
             raise LookupError(name)
     if not steps:
@@ -324,15 +324,14 @@ class _Deflate:
         return self.inner.decompress(data)  # type: ignore[no-any-return]
 
 
-def _module_decoder(module: str, cls: str, method: str) -> Any:
-    """The chunk decoder of an optional compression module (``brotli``, ``zstandard``), as the HTTP client uses it."""
+def _optional(module: str) -> Any:
+    """An optional compression module (``brotli``, ``zstandard``): LookupError when it is not installed."""
     import importlib
 
     try:
-        decoder = getattr(getattr(importlib.import_module(module), cls)(), method)
+        return importlib.import_module(module)
     except ImportError as exc:
         raise LookupError(module) from exc
-    return decoder() if method == "decompressobj" else decoder
 
 
 def _attach(obs: _Observed, response: Any) -> None:

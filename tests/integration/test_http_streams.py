@@ -333,3 +333,19 @@ def test_real_captures_agree_with_check(
     assert (live.outcome, live.events, live.deltas, live.keepalives, live.usage, live.finish_reasons,
             live.error_type) == (want.outcome, want.events, want.deltas, want.keepalives, want.usage,
                                  want.finish_reasons, want.error_type)  # fmt: skip
+
+
+def test_content_codings_the_observer_can_and_cannot_undo() -> None:
+    assert http_streams._inflater("identity") is None
+    packed = zlib.compress(b"data: {}\n\n")
+    assert http_streams._inflater("deflate")(packed) == b"data: {}\n\n"
+    both = http_streams._inflater("deflate, gzip")  # applied in that order: undone gzip first
+    gz = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)
+    assert both(gz.compress(packed) + gz.flush()) == b"data: {}\n\n"
+    with pytest.raises(LookupError):
+        http_streams._inflater("compress")
+    try:
+        import brotli  # noqa: F401
+    except ImportError:
+        with pytest.raises(LookupError):
+            http_streams._inflater("br")
