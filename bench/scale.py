@@ -42,10 +42,11 @@ def raise_nofile() -> None:
 # --- the provider process ----------------------------------------------------------------------------------
 def provider_main() -> None:
     raise_nofile()
-    from otelstream.demo import provider as P
+    from otelstream.demo.http_server import FakeHTTPServer
+    from otelstream.demo.provider import serve
 
-    P._HTTPServer.request_queue_size = 4096  # listen() backlog for 10 000 connects (capped by net.core.somaxconn)
-    with P.serve(websocket=False) as prov:
+    FakeHTTPServer.request_queue_size = 4096  # listen() backlog for 10 000 connects (capped by net.core.somaxconn)
+    with serve(websocket=False) as prov:
         print(json.dumps({"base": prov.base_url}), flush=True)
         sys.stdin.read()  # until the parent closes our stdin
 

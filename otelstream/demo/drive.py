@@ -63,7 +63,7 @@ class Clients:
 
 
 def _request(job: Job) -> tuple[Callable[[Any], Any], dict[str, Any]]:
-    from otelstream.demo.provider import FAULT_HEADER
+    from otelstream.demo.exchange import FAULT_HEADER
 
     fault = F.OK if job.fault == F.ABANDON else job.fault
     headers = {FAULT_HEADER: fault}

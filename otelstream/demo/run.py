@@ -83,8 +83,8 @@ DEMO_PACING_KW: Final = {"ttfd_s": 0.25, "gap_s": 0.02, "jitter": 0.5, "pause_s"
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
     """The whole demo; ``run`` prints its result. Tests call this to get the registry as well as the table."""
     from otelstream.demo import table as T
+    from otelstream.demo.pacing import Pacing
     from otelstream.demo.provider import FakeProvider
-    from otelstream.demo.streams import Pacing
     from otelstream.instrumentation import flush, instrument, is_instrumented, uninstrument
 
     out = out or sys.stdout

@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import otelstream
 from otelstream.demo import faults as F
-from otelstream.demo.provider import FAULT_HEADER, PAUSE_HEADER, TTFD_HEADER, serve
+from otelstream.demo.exchange import FAULT_HEADER, PAUSE_HEADER, TTFD_HEADER
+from otelstream.demo.provider import serve
 
 STALL_THRESHOLD_S = 0.3
 THREADS = {"faults": 12, "healthy": 3}

@@ -6,8 +6,9 @@ import json
 import uuid
 from typing import Any
 
-from otelstream.demo.provider import FakeProvider, RequestRecord
-from otelstream.demo.streams import Pacing
+from otelstream.demo.exchange import RequestRecord
+from otelstream.demo.pacing import Pacing
+from otelstream.demo.provider import FakeProvider
 
 TAG_HEADER = "x-test-tag"
 # fast but not zero: slow_first / stall must still be measurable from the client side

@@ -16,7 +16,8 @@ from demo_helpers import TAG_HEADER, record_for, tag
 
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.provider import FAULT_HEADER, FakeProvider
+from otelstream.demo.exchange import FAULT_HEADER
+from otelstream.demo.provider import FakeProvider
 
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 CASES = [(s, f) for f in F.SERVER_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]

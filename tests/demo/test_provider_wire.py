@@ -17,8 +17,11 @@ from demo_helpers import TAG_HEADER, payloads, record_for, sse_blocks, tag
 
 from otelstream import names, offline
 from otelstream.demo import faults as F
-from otelstream.demo import streams as S
-from otelstream.demo.provider import FAULT_HEADER, FakeProvider, serve
+from otelstream.demo.bodies import build_events
+from otelstream.demo.events import DELTA, Event, StreamSpec, words_for
+from otelstream.demo.exchange import FAULT_HEADER
+from otelstream.demo.pacing import Pacing, Pause, script
+from otelstream.demo.provider import FakeProvider, serve
 
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.OVERLOADED, F.NO_HEADERS)]
@@ -202,7 +205,7 @@ def test_no_headers_holds_until_the_client_gives_up(provider: FakeProvider) -> N
 
 def test_same_seed_same_bodies() -> None:
     def bodies() -> list[bytes]:
-        with serve(record=True, seed=3, pacing=S.Pacing(ttfd_s=0, gap_s=0), websocket=False) as p:
+        with serve(record=True, seed=3, pacing=Pacing(ttfd_s=0, gap_s=0), websocket=False) as p:
             for surface in SSE_SURFACES:
                 fetch(p, surface, F.OK)
             assert p.wait_idle()
@@ -213,7 +216,7 @@ def test_same_seed_same_bodies() -> None:
 
 
 def test_server_side_mix_draws_supported_faults_only() -> None:
-    with serve(mix="failed=50,trailing_done=50", seed=1, pacing=S.Pacing(ttfd_s=0, gap_s=0), websocket=False) as p:
+    with serve(mix="failed=50,trailing_done=50", seed=1, pacing=Pacing(ttfd_s=0, gap_s=0), websocket=False) as p:
         for _ in range(10):
             fetch(p, names.CHAT_COMPLETIONS, "")  # no header: drawn from the mix, none applies to chat → ok
             fetch(p, names.RESPONSES, "")
@@ -224,7 +227,7 @@ def test_server_side_mix_draws_supported_faults_only() -> None:
 
 
 def test_close_is_prompt_with_streams_mid_pause() -> None:
-    p = serve(pacing=S.Pacing(ttfd_s=30.0)).__enter__()
+    p = serve(pacing=Pacing(ttfd_s=30.0)).__enter__()
     errors: list[BaseException] = []
 
     def client() -> None:
@@ -254,11 +257,11 @@ def test_close_is_prompt_with_streams_mid_pause() -> None:
 
 def test_pure_builders_are_deterministic_and_paced() -> None:
     rng = random.Random(5)
-    spec = S.StreamSpec(names.RESPONSES, F.STALL, words=S.words_for(rng, 10))
-    events = S.build_events(spec)
-    steps = S.script(events, spec, S.Pacing(ttfd_s=0.1, gap_s=0.01, pause_s=1.0), random.Random(1))
-    pauses = [s.seconds for s in steps if isinstance(s, S.Pause)]
+    spec = StreamSpec(names.RESPONSES, F.STALL, words=words_for(rng, 10))
+    events = build_events(spec)
+    steps = script(events, spec, Pacing(ttfd_s=0.1, gap_s=0.01, pause_s=1.0), random.Random(1))
+    pauses = [s.seconds for s in steps if isinstance(s, Pause)]
     assert max(pauses) == pytest.approx(1.01)  # the stall
-    first_delta = next(i for i, s in enumerate(steps) if isinstance(s, S.Event) and s.kind == S.DELTA)
-    assert sum(s.seconds for s in steps[:first_delta] if isinstance(s, S.Pause)) == pytest.approx(0.1)
-    assert S.build_events(spec) == events
+    first_delta = next(i for i, s in enumerate(steps) if isinstance(s, Event) and s.kind == DELTA)
+    assert sum(s.seconds for s in steps[:first_delta] if isinstance(s, Pause)) == pytest.approx(0.1)
+    assert build_events(spec) == events

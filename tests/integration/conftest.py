@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from otelstream import adapters
+from otelstream.demo.pacing import Pacing
 from otelstream.demo.provider import FakeProvider, serve
-from otelstream.demo.streams import Pacing
 from tests.adapters.recording import RecordingListener
 from tests.integration.scripted import ScriptedServer
 

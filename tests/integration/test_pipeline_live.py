@@ -13,7 +13,8 @@ import pytest
 
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.provider import FAULT_HEADER, TOKENS_HEADER, FakeProvider
+from otelstream.demo.exchange import FAULT_HEADER, TOKENS_HEADER
+from otelstream.demo.provider import FakeProvider
 from tests.reliability.sdkhelpers import Instrumented, instrumented, outcome_of
 from tests.sdk_features import OPENAI_HTTP
 

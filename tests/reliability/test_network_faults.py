@@ -23,8 +23,9 @@ from sdkhelpers import Instrumented, instrumented, outcome_of
 
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.provider import FAULT_HEADER, serve
-from otelstream.demo.streams import Pacing
+from otelstream.demo.exchange import FAULT_HEADER
+from otelstream.demo.pacing import Pacing
+from otelstream.demo.provider import serve
 
 PACING = Pacing(ttfd_s=0.005, gap_s=0.001, pause_s=0.08, no_headers_s=5.0)
 TIMEOUT = httpx2.Timeout(10.0, read=2.0)  # no_headers and the silent server end on this read timeout

@@ -20,11 +20,12 @@ from prometheus_client import CollectorRegistry
 import otelstream
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.provider import FAULT_HEADER, FakeProvider
-from otelstream.demo.streams import Pacing
+from otelstream.demo.exchange import FAULT_HEADER
+from otelstream.demo.pacing import Pacing
+from otelstream.demo.provider import FakeProvider
 
 TOKENS = 6  # every stream carries exactly this many output words (deltas)
-CUT_AT = TOKENS // 2  # a broken stream delivers this many deltas before it breaks (streams._cut_at)
+CUT_AT = TOKENS // 2  # a broken stream delivers this many deltas before it breaks (bodies._cut_at)
 ABANDON_AFTER = 2  # the abandoning caller closes after this many deltas
 PACING = Pacing(ttfd_s=0.004, gap_s=0.001, pause_s=0.2, no_headers_s=5.0)
 MODELS = {

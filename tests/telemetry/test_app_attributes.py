@@ -22,7 +22,8 @@ from telehelpers import MODELS, Telemetry, client_for, consume_async, consume_sy
 
 import otelstream
 from otelstream import names
-from otelstream.demo.provider import WS_FAULT_KEY, FakeProvider
+from otelstream.demo.exchange import WS_FAULT_KEY
+from otelstream.demo.provider import FakeProvider
 
 CH = names.CHAT_COMPLETIONS
 FEATURE, TENANT = "app.feature", "tenant.id"

@@ -21,7 +21,8 @@ from telehelpers import (
 
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.provider import PAUSE_HEADER, FakeProvider
+from otelstream.demo.exchange import PAUSE_HEADER
+from otelstream.demo.provider import FakeProvider
 
 TTFC = "gen_ai_client_operation_time_to_first_chunk_seconds"
 

@@ -48,7 +48,7 @@ class Want:
         return None if self.error_type is None else by_code.get(self.error_type, self.error_type)
 
 
-# Derived from the fake provider's scripts (otelstream/demo/streams.py) with TOKENS=6 words, cut at 3:
+# Derived from the fake provider's bodies (otelstream/demo/bodies.py) with TOKENS=6 words, cut at 3:
 # responses: created, in_progress, output_item.added, content_part.added, deltas, then 3 *.done + terminal;
 # chat: a role-only chunk, deltas, a finish chunk, the usage chunk; completions: no role chunk;
 # messages: message_start, content_block_start, a ping (keepalive), deltas, block_stop, message_delta, message_stop.
@@ -146,7 +146,7 @@ def expected_attributes(
     if outcome != names.HTTP_ERROR:
         a[names.ATTR_RESPONSE_MODEL] = MODELS[surface]
         a[names.ATTR_RESPONSE_ID] = _response_id(surface, seen)
-        # what the fake provider sends (otelstream/demo/streams.py), as the server sent it
+        # what the fake provider sends (otelstream/demo/bodies.py), as the server sent it
         if surface == R:
             a[names.ATTR_OPENAI_SERVICE_TIER] = "default"
         elif surface == CH:

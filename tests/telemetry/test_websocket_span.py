@@ -17,7 +17,8 @@ from telehelpers import FAULT_FOR, MODELS, Seen, Telemetry, key, supports
 
 import otelstream
 from otelstream import names
-from otelstream.demo.provider import WS_FAULT_KEY, FakeProvider
+from otelstream.demo.exchange import WS_FAULT_KEY
+from otelstream.demo.provider import FakeProvider
 
 pytest.importorskip("websockets")
 

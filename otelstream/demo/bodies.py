@@ -1,134 +1,21 @@
-"""Pure builders of the fake provider's event sequences, shaped like the real captures in ``shared/captures``.
-
-``build_events(spec)`` gives the events one response consists of, with the fault's structural change already
-applied (truncation, a skipped or repeated sequence number, an in-band error, a trailing ``[DONE]`` …).
-``script(spec, pacing, rng)`` interleaves pauses (time to first delta, per-token gaps, the fault's pause) and, for
-``reset``, the point where the connection dies. ``encode_sse`` / ``encode_ws`` turn one event into wire form.
-Nothing here does I/O or reads a clock, so every shape is unit-testable and a seed reproduces a body byte for byte.
+"""The fake provider's response bodies, one builder per surface, shaped like the real captures in
+``shared/captures``: ``build_events(spec)`` gives the events of one response with the fault's structural change
+already applied (truncation, a skipped or repeated sequence number, an in-band error, a trailing ``[DONE]`` …), and
+``resumed`` the part a background resume replays. Pure: a spec always gives the same events.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from otelstream import names
 from otelstream.demo import faults as F
-
-# event kinds: what each event is for the pacing and the tests
-META: Final = "meta"  # lifecycle / structure (response.created, role chunk, content_block_start, …)
-DELTA: Final = "delta"  # carries output text
-TERMINAL: Final = "terminal"  # the event that ends the response (completed/failed/incomplete, finish chunk …)
-AFTER: Final = "after"  # after the terminal condition: usage chunk, message_stop
-ERROR_EVENT: Final = "error"  # in-band error
-KEEPALIVE: Final = "keepalive"  # SSE comment or `event: ping`
-DONE: Final = "done"  # `data: [DONE]`
+from otelstream.demo.events import AFTER, DELTA, DONE, ERROR_EVENT, KEEPALIVE, META, TERMINAL, Event, StreamSpec
 
 CREATED_AT: Final = 1_750_000_000  # fixed so that a seed reproduces a body byte for byte
-
-_VOCAB: Final = (
-    " The",
-    " stream",
-    " arrived",
-    " in",
-    " small",
-    " pieces",
-    ",",
-    " each",
-    " one",
-    " a",
-    " few",
-    " tokens",
-    " long",
-    ".",
-    " Latency",
-    " is",
-    " measured",
-    " from",
-    " the",
-    " request",
-    " to",
-    " first",
-    " delta",
-    " and",
-    " every",
-    " wait",
-    " between",
-    " events",
-    " counts",
-    " too",
-    " Nothing",
-    " was",
-    " lost",
-    " here",
-)
 _ERROR_MESSAGE: Final = "The server had an error processing your request. Sorry about that!"
-
-
-@dataclass(frozen=True, slots=True)
-class Pacing:
-    """Timing of a fake stream (seconds). Defaults are small so tests are fast; the demo uses livelier values."""
-
-    ttfd_s: float = 0.01  # request → first delta (about a quarter of it before the first event)
-    gap_s: float = 0.002  # between deltas
-    jitter: float = 0.0  # 0 = exact; >0 = lognormal sigma on TTFD and ±jitter spread on gaps
-    pause_s: float = 0.25  # the extra pause of `slow_first` and `stall`
-    no_headers_s: float = 30.0  # how long `no_headers` holds the request before dropping the connection
-
-
-@dataclass(frozen=True, slots=True)
-class StreamSpec:
-    """Everything that decides one response's events (given the same spec, the same events)."""
-
-    surface: str
-    fault: str = F.OK
-    model: str = "gpt-4o-mini"
-    response_id: str = "resp_demo0000"
-    words: tuple[str, ...] = (" Hello", ",", " world", ".")
-    input_tokens: int = 12
-    n: int = 1  # chat / completions choices
-    include_usage: bool = False  # chat / completions: stream_options.include_usage
-    background: bool = False  # responses: background=true (response.queued after response.created)
-    stream_id: str | None = None  # WebSocket lane, echoed on every event
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One server event. ``data`` is the JSON payload, or a raw string for ``[DONE]`` and comments."""
-
-    data: dict[str, Any] | str
-    kind: str = META
-    name: str | None = None  # SSE `event:` name (None: no event line)
-    comment: bool = False  # an SSE comment line (`: text`), data is the text
-
-    @property
-    def sequence_number(self) -> int | None:
-        if isinstance(self.data, dict):
-            value = self.data.get("sequence_number")
-            return value if isinstance(value, int) else None
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Reset:
-    """Kill the connection here: socket shutdown without the terminating chunk (WebSocket: abort)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Close:
-    """WebSocket ``cut``: close the socket normally (1000) while the response is still open."""
-
-
-Step = Event | Pause | Reset | Close
 
 
 @dataclass(slots=True)
@@ -140,11 +27,6 @@ class _Seq:
         payload["sequence_number"] = self.next
         self.next += 1
         self.events.append(Event(payload, kind, name if name is not None else str(payload["type"])))
-
-
-def words_for(rng: random.Random, count: int) -> tuple[str, ...]:
-    """``count`` output tokens drawn from a small vocabulary."""
-    return tuple(rng.choice(_VOCAB) for _ in range(max(1, count)))
 
 
 def _cut_at(spec: StreamSpec) -> int:
@@ -482,48 +364,3 @@ def resumed(events: Sequence[Event], starting_after: int | None) -> list[Event]:
         if (e.sequence_number is None and e.kind == DONE)
         or (e.sequence_number is not None and e.sequence_number > starting_after)
     ]
-
-
-def script(events: Sequence[Event], spec: StreamSpec, pacing: Pacing, rng: random.Random) -> list[Step]:
-    """Interleave pauses (and the break of ``reset`` / WebSocket ``cut``) with ``events``."""
-    ttfd = pacing.ttfd_s
-    if pacing.jitter > 0:
-        ttfd *= math.exp(rng.gauss(0.0, pacing.jitter))
-    deltas = sum(1 for e in events if e.kind == DELTA)
-    stall_at = max(1, deltas // 2)
-    steps: list[Step] = [Pause(ttfd * 0.25)]
-    seen = 0
-    for event in events:
-        if event.kind == DELTA:
-            if seen == 0:
-                steps.append(Pause(ttfd * 0.75 + (pacing.pause_s if spec.fault == F.SLOW_FIRST else 0.0)))
-            else:
-                gap = pacing.gap_s
-                if pacing.jitter > 0:
-                    gap *= rng.uniform(max(0.0, 1 - pacing.jitter), 1 + pacing.jitter)
-                if seen == stall_at and spec.fault == F.STALL:
-                    gap += pacing.pause_s
-                steps.append(Pause(gap))
-            seen += 1
-        elif event.kind in (TERMINAL, ERROR_EVENT) or (event.kind == META and seen > 0):
-            steps.append(Pause(pacing.gap_s))
-        steps.append(event)
-    if spec.fault == F.RESET:
-        steps.append(Reset())
-    elif spec.fault == F.CUT and spec.surface == names.RESPONSES_WEBSOCKET:
-        steps.append(Close())
-    return [s for s in steps if not (isinstance(s, Pause) and s.seconds <= 0)]
-
-
-def encode_sse(event: Event) -> bytes:
-    """One SSE block. Compact JSON as the live APIs send it; `event:` line where the surface names events."""
-    if event.comment:
-        return b": " + str(event.data).encode() + b"\n\n"
-    data = event.data if isinstance(event.data, str) else json.dumps(event.data, separators=(",", ":"))
-    head = f"event: {event.name}\n" if event.name is not None else ""
-    return f"{head}data: {data}\n\n".encode()
-
-
-def encode_ws(event: Event) -> str:
-    """One WebSocket text message (the JSON payload)."""
-    return event.data if isinstance(event.data, str) else json.dumps(event.data, separators=(",", ":"))

@@ -1,0 +1,74 @@
+"""One exchange with the fake provider, as its callers and both of its fronts (HTTP and WebSocket) see it: the
+request headers (WebSocket: ``metadata`` keys) that steer it, the response headers that say what was served, the
+:class:`RequestRecord` the provider logs for it, and the value parsing and connection teardown both fronts share.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+FAULT_HEADER: Final = "x-otelstream-fault"
+TTFD_HEADER: Final = "x-otelstream-ttfd"
+GAP_HEADER: Final = "x-otelstream-gap"
+PAUSE_HEADER: Final = "x-otelstream-pause"
+TOKENS_HEADER: Final = "x-otelstream-tokens"
+REQUEST_HEADER: Final = "x-otelstream-request"  # response header: index of the record in provider.requests
+WS_FAULT_KEY: Final = "otelstream_fault"  # response.create metadata key on the WebSocket
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request (one ``response.create`` on a WebSocket) and what was served for it."""
+
+    index: int
+    method: str  # POST / GET / WS
+    path: str
+    surface: str | None
+    fault: str
+    request_headers: dict[str, str]
+    request_json: Any
+    response_id: str | None = None
+    stream_id: str | None = None
+    status: int = 0  # HTTP status sent (101 for WebSocket responses, 0 when none was sent)
+    events_sent: int = 0
+    ended: str = ""  # eof / reset / close / client_gone / http_error / no_headers / bad_request / shutdown
+    t_start: float = 0.0  # time.monotonic()
+    t_end: float = 0.0
+    body: bytearray = field(default_factory=bytearray)  # SSE body (de-chunked) or JSONL transcript, if recording
+    done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def wire(self) -> bytes:
+        """The response body exactly as sent (``.sse``), or the WebSocket transcript (``.jsonl``)."""
+        return bytes(self.body)
+
+    @property
+    def suffix(self) -> str:
+        """File suffix ``otelstream check`` expects for :attr:`wire`."""
+        return ".jsonl" if self.method == "WS" else ".sse"
+
+
+def drop_connection(sock: socket.socket) -> None:
+    """Shut the socket down both ways, wherever its protocol is (the peer reads an abrupt end, no clean close)."""
+    with suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def parse_seconds(value: Any) -> float | None:
+    """A pacing override in seconds (header or metadata value); None when absent, malformed or negative."""
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        return None
+    return result if result >= 0 else None
+
+
+def parse_int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
