@@ -127,12 +127,12 @@ def report_of(stream: object) -> StreamReport | None:
     caller) once its stream has ended — completed, cut, abandoned, failed —, else None (still open, not a stream
     otelstream observed, or a WebSocket connection: its responses have no object of their own). O(1): the report is
     kept on the stream's own bookkeeping, which lives exactly as long as the stream object."""
-    common = sys.modules.get("otelstream.adapters._common")
-    if common is None:  # no adapter was ever loaded: no stream was observed
+    calls = sys.modules.get("otelstream.adapters.calls")
+    if calls is None:  # no adapter was ever loaded: no stream was observed
         return None
     report: StreamReport | None = None
     with _guard.guard("report_of"):
-        report = common.report_of(stream)
+        report = calls.report_of(stream)
     return report
 
 

@@ -135,8 +135,8 @@ def _http_loops(what: str, n: int):
     what the wrapper adds per chunk, a clock read, the SSE split, the delta check or json.loads, ``tracker.event``."""
     import json
 
-    from otelstream.adapters import _common as c
     from otelstream.adapters import http_streams as h
+    from otelstream.adapters.calls import Call
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
 
@@ -164,7 +164,7 @@ def _http_loops(what: str, n: int):
 
     def body():
         start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
-        obs = h._Observed(c.Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
+        obs = h._Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
         for _ in h._iter_sync(iter(chunks), obs):
             pass
 

@@ -1,9 +1,11 @@
 """SDK adapters: wrapt patches that turn SDK stream events into tracker observations (DESIGN §6).
 
-They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules:
-``_common`` (per-call state, observing generators, body-close hook, the watch on the caller's object, exception
-mapping), ``openai_sse``, ``anthropic_sse``, ``openai_ws`` (Responses WebSocket mode), ``http_streams`` (the streams
-no SDK adapter sees, at the ``httpx`` / ``httpx2`` client) and ``_patch`` (apply/undo in any import order).
+They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules: ``calls``
+(the per-call state, its begin and its one end, the watch on the caller's object), ``request`` (the wrappers of the
+SDKs' request entry, the stamp at the client's send, what requests and answers say), ``observing`` (the generators
+around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``openai_sse``, ``anthropic_sse``,
+``openai_ws`` (Responses WebSocket mode), ``http_streams`` (the streams no SDK adapter sees, at the ``httpx`` /
+``httpx2`` client) and ``_patch`` (apply/undo in any import order; the patch scopes and the measures they feed).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from otelstream.core.listener import StreamListener
 
 def _all_patches() -> list[Patch]:
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
-    # http_streams patches the clients' send, where the SDK adapters' send stamp (_common.http_send) runs too
+    # http_streams patches the clients' send, where the SDK adapters' send stamp (request.http_send) runs too
     from otelstream.adapters import anthropic_sse, http_streams, openai_sse, openai_ws
 
     return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
@@ -31,7 +33,7 @@ def install(
     ``baggage_attributes``: the OTel baggage keys each stream copies as application attributes. ``http_streams``:
     also observe the streams no SDK adapter sees, at the HTTP client."""
     from otelstream.adapters import http_streams as http
-    from otelstream.adapters._common import RUNTIME
+    from otelstream.adapters.calls import RUNTIME
     from otelstream.attribution import valid_keys
 
     http.STATE.enabled = http_streams
@@ -43,7 +45,7 @@ def install(
 
 def uninstall() -> None:
     """Remove every patch this process applied; streams already open finish with the listener they started with."""
-    from otelstream.adapters._common import RUNTIME
+    from otelstream.adapters.calls import RUNTIME
 
     PATCHER.remove()
     RUNTIME.switch_off()

@@ -10,7 +10,8 @@ process names it and the measures it feeds (``Patch.measures``, ``names.MEASURE_
 of the scopes it serves (``Patch.scopes``) reports those measures as unknown rather than wrong. The set per scope is
 computed here when a module's patches are applied; a stream reads it once, at its start (``unobserved``). A patch
 module the installed SDK does not have at all (an older release without that feature) is found missing when the SDK's
-top-level package has been imported, the same way.
+top-level package has been imported, the same way. The scopes, and the measure sets the adapters' patch points share
+(``REQUEST_MEASURES`` & co.), are defined here once.
 
 A ``Patch`` may name a ``fallback`` path in the same module: the same choke point where an older release has it under
 another name (anthropic 1.x has no ``_request`` below its public ``request``). It is patched only when ``path`` does
@@ -51,6 +52,21 @@ _SCOPE_TEXT = {
     HTTP_ASYNC: "streams seen at the HTTP client (httpx / httpx2, async)",
 }
 NOTHING_UNOBSERVED: frozenset[str] = frozenset()
+
+# The clients' send is patched by http_streams, whose wrapper hands an SDK adapter's calls to request.http_send.
+# Without that patch point t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a
+# Vertex token refresh) the request.
+T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)
+# What an SDK's patch points alone observe (names.MEASURE_*): unknown for their streams when a release lacks them.
+# The send path (t_request would otherwise be the request entry: before retries and their back-off):
+SEND_MEASURES = (*T_REQUEST_MEASURES, names.MEASURE_RETRIES)
+# The request entry (t_request would be the building of the Stream, after the headers; a request failing before a
+# stream exists would make no call):
+REQUEST_MEASURES = (*SEND_MEASURES, names.MEASURE_HTTP_ERRORS)
+# A lifecycle point: without it no end could be attributed, so its streams are not observed rather than misreported
+LIFECYCLE_MEASURES = (names.MEASURE_STREAM,)
+SEND_SCOPES_SYNC = (OPENAI, ANTHROPIC)
+SEND_SCOPES_ASYNC = (OPENAI_ASYNC, ANTHROPIC_ASYNC)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
   and no ``_request``: its ``request()`` (the retry loop itself) is patched instead. Bedrock rewrites the URL later,
   in ``_attempt_request`` → ``_prepare_options``, so the surface is still ``/v1/messages`` here.
 - ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; retries, and ``t_request``,
-  stamped again when httpx2 sends (``_common.http_send``): the attempt first runs ``_prepare_request`` (``:1440``),
+  stamped again when httpx2 sends (``request.http_send``): the attempt first runs ``_prepare_request`` (``:1440``),
   where Vertex refreshes its token and Bedrock signs, which is not the provider's time.
 - ``Stream.__init__`` / ``AsyncStream.__init__`` (``_streaming.py:33``, ``:154``), post-hook: the SDK iterates a
   *copy* of the Stream (``_iterator`` is ``copy(self).__stream__()``, ``:47-51``), so the call is put in the
   instance here (the shallow copy carries it) and the watch goes on this, the caller's object.
 - ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``:82``, ``:211``): every event, once, on the copy; runs only
   when first iterated (a stream closed unread is ended by the body-close hook or the watch on the caller's object).
-  Its generator runs unchanged, wrapped by ``_common.observe_sync`` / ``observe_async``.
+  Its generator runs unchanged, wrapped by ``observing.observe_sync`` / ``observe_async``.
 - ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``:70``): the raw SSE tapped around the SDK's generator:
   each frame's decoding is stamped (the end of the wait, before the SDK parses its JSON and builds the model), and
   the ``event: ping`` keepalives that the SDK skips (``:93-94``) are counted.
@@ -29,9 +29,34 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
-from otelstream.adapters import _common as c
 from otelstream.adapters import _patch
-from otelstream.adapters._patch import Patch
+from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
+from otelstream.adapters.calls import (
+    CURRENT,
+    KEY,
+    OBSERVED,
+    RUNTIME,
+    UNOBSERVED,
+    Call,
+    begin_call,
+    bind_to,
+    call_on,
+    current_unbound,
+    observed_call,
+    watch,
+)
+from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
+from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper
+from otelstream.adapters.request import (
+    call_of_response,
+    header,
+    name_on_request,
+    path_of,
+    request_of,
+    request_params,
+    request_wrappers,
+    server_of,
+)
 from otelstream.core.report import StreamStart
 
 
@@ -46,27 +71,27 @@ def _provider(client: Any, host: str | None) -> str:
 
 def _start(client: Any, options: Any) -> StreamStart | None:
     # /v1/messages (beta: /v1/messages?beta=true); legacy /v1/complete is out of scope (DESIGN §1)
-    if not c.path_of(getattr(options, "url", None)).endswith("/v1/messages"):
+    if not path_of(getattr(options, "url", None)).endswith("/v1/messages"):
         return None
     body = getattr(options, "json_data", None)
     model = body.get("model") if isinstance(body, dict) else None
-    host, port = c.server_of(getattr(client, "base_url", None))
+    host, port = server_of(getattr(client, "base_url", None))
     return StreamStart(
         surface=names.MESSAGES,
         provider=_provider(client, host),
         request_model=model[:256] if isinstance(model, str) else None,
         server_address=host,
         server_port=port,
-        t_request_ns=c.RUNTIME.clock(),
-        **c.request_params(body),
+        t_request_ns=RUNTIME.clock(),
+        **request_params(body),
     )
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> c.Call | None:
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> Call | None:
     if not kwargs.get("stream"):
         return None
     start = _start(client, args[1] if len(args) > 1 else kwargs.get("options"))
-    return None if start is None else c.begin_call(start, scopes=scopes)
+    return None if start is None else begin_call(start, scopes=scopes)
 
 
 _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
@@ -85,8 +110,8 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
     if isinstance(exc, conn_error):
         return "transport_error", None
     if isinstance(exc, api_error):
-        return "error", c.error_type_of(exc) or _body_error_type(exc)
-    common = c.classify_common(exc)
+        return "error", error_type_of(exc) or _body_error_type(exc)
+    common = classify_common(exc)
     if common is not None:
         return common
     if isinstance(exc, base_error):
@@ -102,46 +127,46 @@ def _body_error_type(exc: BaseException) -> str | None:
 
 
 # --- the call ---------------------------------------------------------------------------------------------
-def _after_request(call: c.Call, result: Any) -> None:
+def _after_request(call: Call, result: Any) -> None:
     with _guard.guard("anthropic.after_request"):
         if call.bound:
             return
         http = getattr(result, "http_response", None)
         if http is not None:  # with_raw_response / with_streaming_response: the Stream comes with .parse()
-            c.name_on_request(call, http)
-            c.bind_response(call, http)
-            c.watch(call, result)
+            name_on_request(call, http)
+            bind_response(call, http)
+            watch(call, result)
         else:
             _late_bind(call, result)
 
 
-_request_sync, _request_async = c.request_wrappers(
+_request_sync, _request_async = request_wrappers(
     _begin, _after_request, "anthropic.request", (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
 )
 
 
-def _late_bind(call: c.Call, stream: Any) -> None:
+def _late_bind(call: Call, stream: Any) -> None:
     """``uninstrument()`` removed the patches between this call's request and the building of its Stream: set the
     Stream's lazy iterator (``_streaming.py:47-51``) to an observed one now, so the stream is still reported once."""
     if not hasattr(stream, "__stream__") or getattr(stream, "response", None) is None:
         return
     state = getattr(stream, "__dict__", None)
-    if type(state) is not dict or "_iterator" in state or c.KEY in state:
+    if type(state) is not dict or "_iterator" in state or KEY in state:
         return  # already iterating, or already bound by the patches
     _bind(stream, call)
     taken = _take(stream)
     if taken is None:
         return
-    taken.observed = c.OBSERVED
+    taken.observed = OBSERVED
     inner = copy.copy(stream).__stream__()  # what the cached property would build
-    state["_iterator"] = c.observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else c.observe_sync(
+    state["_iterator"] = observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else observe_sync(
         inner, taken, classify
     )
 
 
-def _attempt_enter(call: c.Call) -> object:
+def _attempt_enter(call: Call) -> object:
     tracker = call.tracker
-    now = c.RUNTIME.clock()
+    now = RUNTIME.clock()
     tracker.t_request = now
     tracker.t_last_ns = now
     call.attempts += 1
@@ -149,17 +174,17 @@ def _attempt_enter(call: c.Call) -> object:
     return call.listener.activate(tracker.handle)
 
 
-def _attempt_exit(call: c.Call, token: object, result: Any) -> None:
+def _attempt_exit(call: Call, token: object, result: Any) -> None:
     with _guard.guard("anthropic.attempt"):
         call.listener.deactivate(token)
         response = result[0] if isinstance(result, tuple) and result else None
-        ext = getattr(c.request_of(response), "extensions", None) if response is not None else None
+        ext = getattr(request_of(response), "extensions", None) if response is not None else None
         if type(ext) is dict:
-            ext[c.KEY] = call  # so a Stream built later by .parse() finds its call
+            ext[KEY] = call  # so a Stream built later by .parse() finds its call
 
 
 def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = c.CURRENT.get()
+    call = CURRENT.get()
     if call is None or call.bound:
         return wrapped(*args, **kwargs)
     token: object = None
@@ -176,7 +201,7 @@ def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
 
 
 async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = c.CURRENT.get()
+    call = CURRENT.get()
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token: object = None
@@ -200,44 +225,44 @@ def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     return result
 
 
-def _bind(stream: Any, known: c.Call | None = None) -> None:
-    if c.call_on(stream) is not None:
+def _bind(stream: Any, known: Call | None = None) -> None:
+    if call_on(stream) is not None:
         return
     response = stream.response
-    call = known or c.call_of_response(response) or c.current_unbound()
+    call = known or call_of_response(response) or current_unbound()
     if call is None:
         options = getattr(stream, "_options", None)
         start = _start(getattr(stream, "_client", None), options) if options is not None else None
         if start is None:
             return
         scope = _patch.ANTHROPIC_ASYNC if hasattr(stream, "__anext__") else _patch.ANTHROPIC
-        call = c.begin_call(start, scopes=(scope,))
+        call = begin_call(start, scopes=(scope,))
         if call is None:
             return
     if call.bound:
         return
     call.bound = True
-    c.bind_to(stream, call)  # copied into the iterating copy by copy(self) (_streaming.py:51)
-    call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
-    c.bind_response(call, response)
-    c.watch(call, stream)
+    bind_to(stream, call)  # copied into the iterating copy by copy(self) (_streaming.py:51)
+    call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
+    bind_response(call, response)
+    watch(call, stream)
 
 
-def _take(instance: Any) -> c.Call | None:
+def _take(instance: Any) -> Call | None:
     """The call of the copy being iterated, once: a second ``__stream__`` on the same call is not observed. A release
     that makes its generator inside ``Stream.__init__`` (1.x: ``self._iterator = self.__stream__()``) calls this
     before the ``__init__`` post-hook has bound the stream: bind it here then, from the attributes already set."""
-    call = c.call_on(instance)
+    call = call_on(instance)
     if call is None and getattr(instance, "response", None) is not None:
         _bind(instance)
-        call = c.call_on(instance)
-    return call if call is not None and call.observed == c.UNOBSERVED else None
+        call = call_on(instance)
+    return call if call is not None and call.observed == UNOBSERVED else None
 
 
-_stream = c.stream_wrapper(_take, classify, "anthropic.stream")
+_stream = stream_wrapper(_take, classify, "anthropic.stream")
 
 
-def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+def _pings_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
     """Each SSE frame as the SDK's decoder yields it: stamped, pings counted; passed on unchanged."""
     tracker = call.tracker
     clock = tracker.clock
@@ -251,7 +276,7 @@ def _pings_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
         yield sse
 
 
-async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
+async def _pings_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
     async for sse in agen:
@@ -266,13 +291,13 @@ async def _pings_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[
 
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = c.observed_call(instance)
+    call = observed_call(instance)
     return gen if call is None else _pings_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = c.observed_call(instance)
+    call = observed_call(instance)
     return agen if call is None else _pings_async(agen, call)
 
 
@@ -280,20 +305,20 @@ _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
 
 PATCHES = (
     # anthropic 1.x has no call span, so no _request below request(): its request() is the same choke point
-    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=c.REQUEST_MEASURES, scopes=_SYNC,
+    Patch("anthropic._base_client", "SyncAPIClient._request", _request_sync, measures=REQUEST_MEASURES, scopes=_SYNC,
           fallback="SyncAPIClient.request"),
-    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=c.REQUEST_MEASURES,
+    Patch("anthropic._base_client", "AsyncAPIClient._request", _request_async, measures=REQUEST_MEASURES,
           scopes=_ASYNC, fallback="AsyncAPIClient.request"),
-    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=c.SEND_MEASURES,
+    Patch("anthropic._base_client", "SyncAPIClient._attempt_request", _attempt_sync, measures=SEND_MEASURES,
           scopes=_SYNC),
-    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=c.SEND_MEASURES,
+    Patch("anthropic._base_client", "AsyncAPIClient._attempt_request", _attempt_async, measures=SEND_MEASURES,
           scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
-          measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
-          measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, register_iteration_code,
+          measures=LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, register_iteration_code,
+          measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
     # when its frame was decoded: the SDK's own work on the event is then counted as wait)
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,

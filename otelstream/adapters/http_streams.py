@@ -4,8 +4,8 @@ litellm's own providers (it speaks Anthropic's protocol over its own ``httpx`` c
 plain ``httpx`` users run no SDK function, so the SDK adapters never see their streams. This observer does, at the
 client, for a request whose path is an LLM streaming endpoint (``names.HTTP_STREAM_PATHS``, after any prefix a
 gateway adds) and whose JSON body asks for a stream, or whose answer is ``text/event-stream``. Exactly one report
-per stream: a request sent while an SDK adapter's call runs (``_common.CURRENT``), or that carries one
-(``request.extensions[_common.KEY]``), is the SDK adapter's.
+per stream: a request sent while an SDK adapter's call runs (``calls.CURRENT``), or that carries one
+(``request.extensions[calls.KEY]``), is the SDK adapter's.
 
 Patch points (the same in ``httpx`` 0.18+ and ``httpx2``):
 
@@ -35,9 +35,17 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
-from otelstream.adapters import _common as c
 from otelstream.adapters import _patch
-from otelstream.adapters._patch import Patch
+from otelstream.adapters._patch import (
+    LIFECYCLE_MEASURES,
+    SEND_SCOPES_ASYNC,
+    SEND_SCOPES_SYNC,
+    T_REQUEST_MEASURES,
+    Patch,
+)
+from otelstream.adapters.calls import CURRENT, KEY, OBSERVED, RUNTIME, Call, begin_call, finish, watch
+from otelstream.adapters.ending import is_cancel
+from otelstream.adapters.request import header, http_send, server_of
 from otelstream.core.report import StreamStart
 from otelstream.core.sse import SSEByteDecoder
 
@@ -107,7 +115,7 @@ class _Observed:
     __slots__ = ("call", "chat", "comments", "decoder", "inflate", "messages", "stopped", "stopped_flagged",
                  "tracker", "wrapped")  # fmt: skip
 
-    def __init__(self, call: c.Call) -> None:
+    def __init__(self, call: Call) -> None:
         self.call = call
         self.tracker = call.tracker
         surface = call.tracker.surface
@@ -207,7 +215,7 @@ class _Observed:
             self.comments = decoder.comments
         if decoder.unterminated:
             self.tracker.anomaly(names.ANOM_UNTERMINATED_EVENT, "the body ended inside an event (no blank line)")
-        c.finish(self.call, "eof")
+        finish(self.call, "eof")
 
 
 # the byte patterns of a plain text delta, and the events the flat path reads in their place (never mutated)
@@ -226,7 +234,7 @@ def _classify(request: Any) -> tuple[str, dict[str, Any] | None] | None:
     """(surface, JSON body or None when unreadable) for a POST to an LLM streaming endpoint that no SDK adapter
     owns; None for any other request (the common case: a path check)."""
     ext = getattr(request, "extensions", None)
-    if type(ext) is dict and ext.get(c.KEY) is not None:
+    if type(ext) is dict and ext.get(KEY) is not None:
         return None
     surface = surface_of(request.url.path)
     if surface is None or str(request.method).upper() != "POST":
@@ -248,7 +256,7 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> _Obs
         options = body.get("stream_options")
         kwargs["usage_requested"] = bool(isinstance(options, dict) and options.get("include_usage"))
     url = request.url
-    host, port = c.server_of(url)
+    host, port = server_of(url)
     start = StreamStart(
         surface=surface,
         provider=_provider(surface, host, getattr(request, "headers", None)),
@@ -256,12 +264,12 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> _Obs
         server_address=host,
         server_port=port,
         api_type=_API_TYPE.get(surface),
-        t_request_ns=c.RUNTIME.clock(),
+        t_request_ns=RUNTIME.clock(),
     )
-    call = c.begin_call(start, scopes=(scope,), **kwargs)
+    call = begin_call(start, scopes=(scope,), **kwargs)
     if call is None:
         return None
-    call.observed = c.OBSERVED
+    call.observed = OBSERVED
     return _Observed(call)
 
 
@@ -272,7 +280,7 @@ def _status_ok(response: Any) -> bool:
 
 
 def _is_sse(response: Any) -> bool:
-    value = c.header(response, ("content-type",)) or ""
+    value = header(response, ("content-type",)) or ""
     return value.split(";", 1)[0].strip().lower() == names.SSE_CONTENT_TYPE
 
 
@@ -338,7 +346,7 @@ def _attach(obs: _Observed, response: Any) -> None:
     """Wrap a 2xx answer's byte stream (once); a non-2xx answer is left to the end of the send."""
     if obs.wrapped or not _status_ok(response):
         return
-    coding = c.header(response, ("content-encoding",))
+    coding = header(response, ("content-encoding",))
     if coding:
         try:
             obs.inflate = _inflater(coding)
@@ -358,8 +366,8 @@ def _attach(obs: _Observed, response: Any) -> None:
     obs.wrapped = True
     call = obs.call
     call.bound = True
-    call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
-    c.watch(call, response)
+    call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
+    watch(call, response)
 
 
 def _iter_sync(body: Any, obs: _Observed) -> Iterator[bytes]:
@@ -408,10 +416,10 @@ async def _iter_async(body: Any, obs: _Observed) -> AsyncIterator[bytes]:
 
 def _ended_by(obs: _Observed, exc: BaseException) -> None:
     with _guard.guard("http_streams.end"):
-        if c.is_cancel(exc):
-            c.finish(obs.call, "cancel")
+        if is_cancel(exc):
+            finish(obs.call, "cancel")
         else:
-            c.finish(obs.call, "transport_error")
+            finish(obs.call, "transport_error")
 
 
 def _closed(obs: _Observed) -> None:
@@ -427,7 +435,7 @@ def _closed(obs: _Observed) -> None:
             return
         if obs.messages and tracker.finish_reasons and not tracker.saw_error():
             tracker.outcome_seen(names.COMPLETED, terminal=True)  # max_tokens & co. already ranked it incomplete
-        c.finish(obs.call, "close")
+        finish(obs.call, "close")
 
 
 class _Forward:
@@ -495,7 +503,7 @@ def _read_already(obs: _Observed, response: Any) -> None:
     if type(content) is not bytes:
         return
     obs.call.bound = True
-    obs.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
+    obs.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
     obs.inflate = None  # the client decoded what it read
     obs.chunk(content)
     obs.eof()
@@ -507,8 +515,8 @@ def _send_done(obs: _Observed, response: Any) -> None:
         if obs.wrapped:
             return
         if not _status_ok(response):
-            obs.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
-            c.finish(obs.call, "http_error", str(getattr(response, "status_code", "")) or None)
+            obs.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
+            finish(obs.call, "http_error", str(getattr(response, "status_code", "")) or None)
             return
         _attach(obs, response)
         if not obs.wrapped:
@@ -518,16 +526,16 @@ def _send_done(obs: _Observed, response: Any) -> None:
 def _send_failed(obs: _Observed, exc: BaseException) -> None:
     with _guard.guard("http_streams.send"):
         if obs.wrapped:
-            c.finish(obs.call, "transport_error")  # send closes the response it could not finish
-        elif c.is_cancel(exc):
-            c.finish(obs.call, "cancel")
+            finish(obs.call, "transport_error")  # send closes the response it could not finish
+        elif is_cancel(exc):
+            finish(obs.call, "cancel")
         else:
-            c.finish(obs.call, "http_error")
+            finish(obs.call, "http_error")
 
 
 def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if c.CURRENT.get() is not None:
-        return c.http_send(wrapped, instance, args, kwargs)  # an SDK adapter's call: it owns the stream
+    if CURRENT.get() is not None:
+        return http_send(wrapped, instance, args, kwargs)  # an SDK adapter's call: it owns the stream
     if not STATE.enabled:
         return wrapped(*args, **kwargs)
     request = args[0] if args else kwargs.get("request")
@@ -540,7 +548,7 @@ def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         return _send_observed_sync(obs, wrapped, args, kwargs)
     if found is None or found[1] is not None:
         return wrapped(*args, **kwargs)
-    t_send = c.RUNTIME.clock()  # the body did not say: the answer decides
+    t_send = RUNTIME.clock()  # the body did not say: the answer decides
     response = wrapped(*args, **kwargs)
     with _guard.guard("http_streams.late"):
         _late(request, found[0], response, t_send, _patch.HTTP)
@@ -569,8 +577,8 @@ def _send_observed_sync(obs: _Observed, wrapped: Any, args: tuple[Any, ...], kwa
 def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """As ``_send_sync``; the call (and span) starts here, where the caller calls ``send``, and the coroutine
     returned does the rest when awaited."""
-    if c.CURRENT.get() is not None:
-        return c.http_send(wrapped, instance, args, kwargs)
+    if CURRENT.get() is not None:
+        return http_send(wrapped, instance, args, kwargs)
     if not STATE.enabled:
         return wrapped(*args, **kwargs)
     request = args[0] if args else kwargs.get("request")
@@ -607,7 +615,7 @@ async def _send_observed_async(obs: _Observed, wrapped: Any, args: tuple[Any, ..
 
 async def _send_late_async(request: Any, surface: str, wrapped: Any, args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:  # fmt: skip
-    t_send = c.RUNTIME.clock()
+    t_send = RUNTIME.clock()
     response = await wrapped(*args, **kwargs)
     with _guard.guard("http_streams.late"):
         _late(request, surface, response, t_send, _patch.HTTP_ASYNC)
@@ -635,7 +643,7 @@ def _hop_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if obs is None:
         return wrapped(*args, **kwargs)
     tracker = obs.tracker
-    tracker.t_request = tracker.t_last_ns = c.RUNTIME.clock()  # this hop is the request sent last so far
+    tracker.t_request = tracker.t_last_ns = RUNTIME.clock()  # this hop is the request sent last so far
     response = wrapped(*args, **kwargs)
     with _guard.guard("http_streams.hop"):
         _attach(obs, response)
@@ -644,7 +652,7 @@ def _hop_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
 
 async def _hop_async_run(obs: _Observed, wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     tracker = obs.tracker
-    tracker.t_request = tracker.t_last_ns = c.RUNTIME.clock()
+    tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
     response = await wrapped(*args, **kwargs)
     with _guard.guard("http_streams.hop"):
         _attach(obs, response)
@@ -664,15 +672,15 @@ _HOP_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_
 
 
 def _patches(module: str) -> tuple[Patch, ...]:
-    # httpx2 is the SDKs' client: its send also stamps their calls' t_request (_common.http_send); a missing send
+    # httpx2 is the SDKs' client: its send also stamps their calls' t_request (request.http_send); a missing send
     # leaves the HTTP-level streams unobserved (nothing begins them)
     sdk = module == "httpx2"
     return (
-        Patch(module, "Client.send", _send_sync, measures=c.T_REQUEST_MEASURES if sdk else c.LIFECYCLE_MEASURES,
-              scopes=(*c.SEND_SCOPES_SYNC, _patch.HTTP) if sdk else (_patch.HTTP,)),
+        Patch(module, "Client.send", _send_sync, measures=T_REQUEST_MEASURES if sdk else LIFECYCLE_MEASURES,
+              scopes=(*SEND_SCOPES_SYNC, _patch.HTTP) if sdk else (_patch.HTTP,)),
         Patch(module, "AsyncClient.send", _send_async,
-              measures=c.T_REQUEST_MEASURES if sdk else c.LIFECYCLE_MEASURES,
-              scopes=(*c.SEND_SCOPES_ASYNC, _patch.HTTP_ASYNC) if sdk else (_patch.HTTP_ASYNC,)),
+              measures=T_REQUEST_MEASURES if sdk else LIFECYCLE_MEASURES,
+              scopes=(*SEND_SCOPES_ASYNC, _patch.HTTP_ASYNC) if sdk else (_patch.HTTP_ASYNC,)),
         Patch(module, "Client._send_single_request", _hop_sync, measures=_HOP_MEASURES, scopes=(_patch.HTTP,)),
         Patch(module, "AsyncClient._send_single_request", _hop_async, measures=_HOP_MEASURES,
               scopes=(_patch.HTTP_ASYNC,)),

@@ -11,7 +11,7 @@ Patch points (file:line refs are openai 3.57, ``site-packages/openai``):
 - ``Stream.__stream__`` / ``AsyncStream.__stream__`` (``_streaming.py:63``, ``:179``): the one choke point every
   wire event passes once, whatever the consumption style (``for``, ``next()``, helpers, ``until_done()``). It is
   called eagerly from ``Stream.__init__`` (``:46``, ``:161``) on the caller's own Stream; its generator runs
-  unchanged, wrapped by ``_common.observe_sync`` / ``observe_async``.
+  unchanged, wrapped by ``observing.observe_sync`` / ``observe_async``.
 - ``Stream._iter_events`` / ``AsyncStream._iter_events`` (``_streaming.py:55``, ``:170``): the raw SSE tapped
   around the SDK's generator: each frame's decoding is stamped (the end of the wait, before the SDK parses its JSON
   and builds the model), ``data: [DONE]`` (consumed at ``:72-73``) is seen, and the ``event:`` name (which
@@ -27,9 +27,32 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
-from otelstream.adapters import _common as c
 from otelstream.adapters import _patch
-from otelstream.adapters._patch import Patch
+from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
+from otelstream.adapters.calls import (
+    CURRENT,
+    KEY,
+    OBSERVED,
+    RUNTIME,
+    Call,
+    begin_call,
+    bind_to,
+    call_on,
+    current_unbound,
+    observed_call,
+    watch,
+)
+from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
+from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper
+from otelstream.adapters.request import (
+    call_of_response,
+    header,
+    name_on_request,
+    path_of,
+    request_params,
+    request_wrappers,
+    server_of,
+)
 from otelstream.core.report import StreamStart
 
 _API_TYPE = {
@@ -43,7 +66,7 @@ _API_TYPE = {
 def _surface(options: Any) -> tuple[str, bool] | None:
     """(surface, is_retrieve) from the request options; None for endpoints we do not observe (images, audio,
     assistants runs, agents), whose streams pass through untouched."""
-    path = c.path_of(getattr(options, "url", None))
+    path = path_of(getattr(options, "url", None))
     if path.endswith("/chat/completions"):
         return names.CHAT_COMPLETIONS, False
     if path.endswith("/completions"):
@@ -72,7 +95,7 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
     params = getattr(options, "params", None)
     params = params if isinstance(params, dict) else {}
     model = body.get("model")
-    host, port = c.server_of(getattr(client, "base_url", None))
+    host, port = server_of(getattr(client, "base_url", None))
     kwargs: dict[str, Any] = {}
     if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
         n = body.get("n")
@@ -90,9 +113,9 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
         server_address=host,
         server_port=port,
         api_type=_API_TYPE[surface],
-        t_request_ns=c.RUNTIME.clock(),
+        t_request_ns=RUNTIME.clock(),
         resumed=retrieve,
-        **c.request_params(body),
+        **request_params(body),
     )
     return start, kwargs
 
@@ -105,7 +128,7 @@ def _scopes(start: StreamStart, scopes: tuple[str, ...]) -> tuple[str, ...]:
     return (*scopes, _patch.OPENAI_RESUME) if start.resumed else scopes
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> c.Call | None:
+def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> Call | None:
     if not kwargs.get("stream"):
         return None
     options = _options_arg(args, kwargs)
@@ -113,16 +136,16 @@ def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: t
     if found is None:
         return None
     start, tracker_kwargs = found
-    call = c.begin_call(start, scopes=_scopes(start, scopes), **tracker_kwargs)
+    call = begin_call(start, scopes=_scopes(start, scopes), **tracker_kwargs)
     if call is not None and start.resumed:
         _known_response_id(call, options)
     return call
 
 
-def _known_response_id(call: c.Call, options: Any) -> None:
+def _known_response_id(call: Call, options: Any) -> None:
     """A retrieve names its response in the URL (``/responses/{id}``): a resumed stream cut before any event that
     carries the response object still reports which response it was (the events overwrite it when they do)."""
-    path = c.path_of(getattr(options, "url", None))
+    path = path_of(getattr(options, "url", None))
     rid = path.rpartition("/responses/")[2]
     if rid and "/" not in rid:
         call.tracker.response_id = rid[:128]
@@ -143,8 +166,8 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
     if isinstance(exc, conn_error):
         return "transport_error", None
     if isinstance(exc, api_error):
-        return "error", c.error_type_of(exc)
-    common = c.classify_common(exc)
+        return "error", error_type_of(exc)
+    common = classify_common(exc)
     if common is not None:
         return common
     if isinstance(exc, base_error):
@@ -153,7 +176,7 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
-def _after_request(call: c.Call, result: Any) -> None:
+def _after_request(call: Call, result: Any) -> None:
     """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
     by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
     with _guard.guard("openai.after_request"):
@@ -161,19 +184,19 @@ def _after_request(call: c.Call, result: Any) -> None:
             return
         http = getattr(result, "http_response", None)
         if http is not None:
-            c.name_on_request(call, http)
-            c.bind_response(call, http)
-            c.watch(call, result)
+            name_on_request(call, http)
+            bind_response(call, http)
+            watch(call, result)
         else:
             _late_bind(call, result)
 
 
-_request_sync, _request_async = c.request_wrappers(
+_request_sync, _request_async = request_wrappers(
     _begin, _after_request, "openai.request", (_patch.OPENAI, _patch.OPENAI_ASYNC)
 )
 
 
-def _late_bind(call: c.Call, stream: Any) -> None:
+def _late_bind(call: Call, stream: Any) -> None:
     """``uninstrument()`` removed the patches between this call's request and the building of its Stream: observe the
     Stream's generator here, so a stream whose request was sent instrumented is still reported, exactly once.
     ``[DONE]`` is then invisible (``_iter_events`` unseen). (An SDK without the ``__stream__`` patch point starts no
@@ -182,22 +205,22 @@ def _late_bind(call: c.Call, stream: Any) -> None:
     if it is None or getattr(stream, "response", None) is None or _bind(stream, call) is None:
         return
     call.tracker.done_observable = False
-    call.observed = c.OBSERVED
-    stream._iterator = c.observe_async(it, call, classify) if hasattr(it, "__anext__") else c.observe_sync(
+    call.observed = OBSERVED
+    stream._iterator = observe_async(it, call, classify) if hasattr(it, "__anext__") else observe_sync(
         it, call, classify
     )
 
 
-def _send_enter(call: c.Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _send_enter(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Stamp the send; returns True for the outermost entry (one attempt)."""
     tracker = call.tracker
-    now = c.RUNTIME.clock()
+    now = RUNTIME.clock()
     tracker.t_request = now  # the innermost entry is the real send: it overwrites
     tracker.t_last_ns = now
     request = args[0] if args else kwargs.get("request")
     ext = getattr(request, "extensions", None)
     if type(ext) is dict:
-        ext[c.KEY] = call
+        ext[KEY] = call
     if call.sending:
         return False
     call.attempts += 1
@@ -206,7 +229,7 @@ def _send_enter(call: c.Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 
 def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = c.CURRENT.get()
+    call = CURRENT.get()
     if call is None or call.bound:
         return wrapped(*args, **kwargs)
     outer = False
@@ -226,7 +249,7 @@ def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
 
 
 async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    call = c.CURRENT.get()
+    call = CURRENT.get()
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token = None
@@ -244,9 +267,9 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
 
 
 # --- the Stream -----------------------------------------------------------------------------------------
-def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
+def _bind(stream: Any, known: Call | None = None) -> Call | None:
     response = stream.response
-    call = known or c.call_of_response(response) or c.current_unbound()
+    call = known or call_of_response(response) or current_unbound()
     if call is None:
         # built outside a patched request (by hand, or the request patch is missing in this SDK version)
         options = getattr(stream, "_options", None)
@@ -254,7 +277,7 @@ def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
         if found is None:
             return None
         scope = _patch.OPENAI_ASYNC if hasattr(stream, "__anext__") else _patch.OPENAI
-        call = c.begin_call(found[0], scopes=_scopes(found[0], (scope,)), **found[1])
+        call = begin_call(found[0], scopes=_scopes(found[0], (scope,)), **found[1])
         if call is None:
             return None
         if found[0].resumed:
@@ -262,17 +285,17 @@ def _bind(stream: Any, known: c.Call | None = None) -> c.Call | None:
     if call.bound:
         return None
     call.bound = True
-    c.bind_to(stream, call)
-    call.tracker.request_id = c.header(response, names.REQUEST_ID_HEADERS)
-    c.bind_response(call, response)
-    c.watch(call, stream)
+    bind_to(stream, call)
+    call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
+    bind_response(call, response)
+    watch(call, stream)
     return call
 
 
-_stream = c.stream_wrapper(_bind, classify, "openai.stream")
+_stream = stream_wrapper(_bind, classify, "openai.stream")
 
 
-def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
+def _raw_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
     """Each SSE frame as the SDK's decoder yields it: stamped, named, ``[DONE]`` seen; passed on unchanged."""
     tracker = call.tracker
     clock = tracker.clock
@@ -287,7 +310,7 @@ def _raw_sync(gen: Iterator[Any], call: c.Call) -> Iterator[Any]:
         yield sse
 
 
-async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[Any]:
+async def _raw_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
     async for sse in agen:
@@ -303,13 +326,13 @@ async def _raw_async(agen: AsyncIterator[Any], call: c.Call) -> AsyncIterator[An
 
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
-    call = c.observed_call(instance)
+    call = observed_call(instance)
     return gen if call is None else _raw_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
-    call = c.observed_call(instance)
+    call = observed_call(instance)
     return agen if call is None else _raw_async(agen, call)
 
 
@@ -318,7 +341,7 @@ def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
     with _guard.guard("openai.response_stream"):
         after = kwargs.get("starting_after")
         raw = kwargs.get("raw_stream")
-        call = c.call_on(raw) if raw is not None else None
+        call = call_on(raw) if raw is not None else None
         if type(after) is int and call is not None:
             call.tracker.client_filter_after = after
     return result
@@ -330,16 +353,16 @@ _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
 
 PATCHES = (
-    Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=c.REQUEST_MEASURES, scopes=_SYNC),
-    Patch("openai._base_client", "AsyncAPIClient.request", _request_async, measures=c.REQUEST_MEASURES, scopes=_ASYNC),
-    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync, measures=c.SEND_MEASURES, scopes=_SYNC),
-    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=c.SEND_MEASURES, scopes=_ASYNC),
-    Patch("openai._client", "OpenAI._send_request", _send_sync, measures=c.SEND_MEASURES, scopes=_SYNC),
-    Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=c.SEND_MEASURES, scopes=_ASYNC),
-    Patch("openai._streaming", "Stream.__stream__", _stream, c.register_iteration_code,
-          measures=c.LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, c.register_iteration_code,
-          measures=c.LIFECYCLE_MEASURES, scopes=_ASYNC),
+    Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=REQUEST_MEASURES, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient.request", _request_async, measures=REQUEST_MEASURES, scopes=_ASYNC),
+    Patch("openai._base_client", "SyncAPIClient._send_request", _send_sync, measures=SEND_MEASURES, scopes=_SYNC),
+    Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
+    Patch("openai._client", "OpenAI._send_request", _send_sync, measures=SEND_MEASURES, scopes=_SYNC),
+    Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
+    Patch("openai._streaming", "Stream.__stream__", _stream, register_iteration_code,
+          measures=LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream, register_iteration_code,
+          measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
     # the helper's client-side filter (starting_after): without it the first delta could be a replayed one

@@ -47,9 +47,10 @@ from collections.abc import Callable
 from typing import Any
 
 from otelstream import _guard, attribution, names
-from otelstream.adapters import _common as c
 from otelstream.adapters import _patch
-from otelstream.adapters._patch import Patch, Wrapper
+from otelstream.adapters._patch import LIFECYCLE_MEASURES, Patch, Wrapper
+from otelstream.adapters.calls import KEY, RUNTIME, Call, begin_call, finish
+from otelstream.adapters.request import fail_unbound, request_params
 from otelstream.core.report import Attributes, StreamStart
 
 _CONNECTION_CLASSES = frozenset({"ResponsesConnection", "AsyncResponsesConnection"})
@@ -65,8 +66,8 @@ class _Lane:
     __slots__ = ("current", "last_end", "pending")
 
     def __init__(self) -> None:
-        self.pending: collections.deque[c.Call] = collections.deque()
-        self.current: c.Call | None = None
+        self.pending: collections.deque[Call] = collections.deque()
+        self.current: Call | None = None
         self.last_end = 0
 
 
@@ -92,7 +93,7 @@ class _Ws:
         self.handle: object = None  # the connection span's handle, set once by _ws_of right after construction
         self.lanes: dict[str | None, _Lane] = {}
         self.t_pull = 0
-        self.queued: list[c.Call] = []  # creates sent while the SDK reconnects: it queues them until the new socket
+        self.queued: list[Call] = []  # creates sent while the SDK reconnects: it queues them until the new socket
         self.closed = False
         self.close_lock = threading.Lock()
         self.finalizer: weakref.finalize[Any, Any] | None = None
@@ -108,10 +109,10 @@ class _Ws:
             call = lane.current
             lane.current = None
             if call is not None:
-                c.finish(call, how, error_type)
+                finish(call, how, error_type)
             while lane.pending:
                 try:
-                    c.finish(lane.pending.popleft(), how, error_type)
+                    finish(lane.pending.popleft(), how, error_type)
                 except IndexError:
                     break
 
@@ -129,16 +130,16 @@ class _Ws:
 
 
 def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
-    ws = conn.__dict__.get(c.KEY)
+    ws = conn.__dict__.get(KEY)
     if ws is not None or not create:
         return ws  # type: ignore[no-any-return]
-    listener = c.RUNTIME.listener
+    listener = RUNTIME.listener
     if listener is None or type(conn).__name__ not in _CONNECTION_CLASSES:
         return None
     if names.MEASURE_STREAM in _patch.PATCHER.unobserved(_patch.OPENAI_WEBSOCKET):
         return None  # a patch point of this mode is missing from the SDK: not observed (no connection span either)
     with _CREATE_LOCK:
-        ws = conn.__dict__.get(c.KEY)
+        ws = conn.__dict__.get(KEY)
         if ws is not None:  # another thread won the race: its span is the connection's one span
             return ws  # type: ignore[no-any-return]
         host, port = _peer(conn)
@@ -147,7 +148,7 @@ def _ws_of(conn: Any, create: bool = True) -> _Ws | None:
         fin = weakref.finalize(conn, _dropped, ws)
         fin.atexit = False
         ws.finalizer = fin
-        conn.__dict__[c.KEY] = ws  # published last: a reader never sees a _Ws without its span
+        conn.__dict__[KEY] = ws  # published last: a reader never sees a _Ws without its span
     return ws
 
 
@@ -183,7 +184,7 @@ def _provider(ws: _Ws) -> str:
 
 def _created(
     ws: _Ws, stream_id: str | None, params: dict[str, Any], attributes: Attributes | None = None
-) -> c.Call | None:
+) -> Call | None:
     """A ``response.create`` is being sent (``params``: its fields): start its span and queue it on its lane. The
     application attributes current at the send are the response's (``begin_call`` captures them, unless given)."""
     model = params.get("model")
@@ -195,17 +196,17 @@ def _created(
         server_address=ws.host,
         server_port=ws.port,
         api_type="responses",
-        t_request_ns=c.RUNTIME.clock(),
+        t_request_ns=RUNTIME.clock(),
         stream_id=stream_id,
-        **c.request_params(params),
+        **request_params(params),
     )
-    call = c.begin_call(start, scopes=_WS, parent=ws.handle, listener=listener, attributes=attributes)
+    call = begin_call(start, scopes=_WS, parent=ws.handle, listener=listener, attributes=attributes)
     if call is not None:
         ws.lane(stream_id).pending.append(call)
     return call
 
 
-def _withdrawn(ws: _Ws | None, call: c.Call | None, exc: BaseException) -> None:
+def _withdrawn(ws: _Ws | None, call: Call | None, exc: BaseException) -> None:
     """The send of a ``response.create`` raised (the SDK refused it, or the socket was gone): no response will answer
     it, so it must not wait on its lane for the next one; it ends as a request that never produced a stream."""
     if ws is None or call is None:
@@ -214,7 +215,7 @@ def _withdrawn(ws: _Ws | None, call: c.Call | None, exc: BaseException) -> None:
         for lane in ws.lanes.values():
             if call in lane.pending:
                 lane.pending.remove(call)
-                c.fail_unbound(call, exc)
+                fail_unbound(call, exc)
                 return
 
 
@@ -229,7 +230,7 @@ def _create_payload(data: Any) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) and payload.get("type") == "response.create" else None
 
 
-Sent = tuple["_Ws | None", "c.Call | None"]
+Sent = tuple["_Ws | None", "Call | None"]
 
 
 def _connection_created(instance: Any, payload: dict[str, Any]) -> Sent:
@@ -323,7 +324,7 @@ _send_raw_sync, _send_raw_async = _send_wrappers(_before_send_raw)
 _send_sync, _send_async = _send_wrappers(_before_send)
 _lane_send_sync, _lane_send_async = _send_wrappers(_before_lane_send)
 
-_QUEUED = c.KEY + "_queued"  # on a connection manager: the creates its send() queued before the connection existed
+_QUEUED = KEY + "_queued"  # on a connection manager: the creates its send() queued before the connection existed
 
 
 def _manager_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -336,7 +337,7 @@ def _manager_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
             sid = fields.get("stream_id")
             queued = instance.__dict__.setdefault(_QUEUED, [])
             # the attributes current at this send, not at the later __enter__ that writes it
-            attrs = attribution.capture(c.RUNTIME.baggage_keys)
+            attrs = attribution.capture(RUNTIME.baggage_keys)
             queued.append((sid if isinstance(sid, str) else None, dict(fields), attrs))
     return result
 
@@ -374,7 +375,7 @@ def _parse_event(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
 
 
 def _observe(conn: Any, event: Any) -> None:
-    ws = conn.__dict__.get(c.KEY)
+    ws = conn.__dict__.get(KEY)
     if ws is None:
         ws = _ws_of(conn)
         if ws is None:
@@ -412,7 +413,7 @@ def _observe(conn: Any, event: Any) -> None:
     if tracker.terminal:
         lane.current = None
         lane.last_end = tracker.t_terminal
-        c.finish(call, "eof")
+        finish(call, "eof")
         if len(ws.lanes) > _IDLE_LANES_KEPT:
             _prune(ws)
 
@@ -470,7 +471,7 @@ def _pulling(ws: _Ws) -> None:
     """The reader waits for the socket's next event: every response open or asked for on the connection waits with
     it, until an event of its own arrives (a wait that began at an earlier pull goes on: while another lane's events
     come in, a lane the server keeps silent is still waiting, not being consumed). A few lanes at most."""
-    now = ws.t_pull = c.RUNTIME.clock()
+    now = ws.t_pull = RUNTIME.clock()
     # snapshots (copied in C, under the GIL): the caller's thread may add a create while a session's reader pulls
     for lane in list(ws.lanes.values()):
         call = lane.current
@@ -482,7 +483,7 @@ def _pulling(ws: _Ws) -> None:
 
 
 def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    ws = instance.__dict__.get(c.KEY)
+    ws = instance.__dict__.get(KEY)
     if ws is not None:
         try:
             _pulling(ws)
@@ -496,7 +497,7 @@ def _recv_bytes_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs:
 
 
 async def _recv_bytes_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    ws = instance.__dict__.get(c.KEY)
+    ws = instance.__dict__.get(KEY)
     if ws is not None:
         try:
             _pulling(ws)
@@ -539,7 +540,7 @@ def _after_reconnect(instance: Any, exc: Any, ok: object) -> None:
         queued, ws.queued = ws.queued, []
         if ok is True:
             # the SDK sent what it queued during the backoff just now, at the end of its reconnect
-            now = c.RUNTIME.clock()
+            now = RUNTIME.clock()
             for call in queued:
                 call.tracker.t_request = call.tracker.t_last_ns = now
             ws.listener.connection_event(ws.handle, names.SPAN_EVENT_RECONNECT, {"close_code": code})
@@ -571,7 +572,7 @@ _WS = (_patch.OPENAI_WEBSOCKET,)
 
 
 def _ws_patch(module: str, path: str, wrapper: Wrapper) -> Patch:
-    return Patch(module, path, wrapper, measures=c.LIFECYCLE_MEASURES, scopes=_WS)
+    return Patch(module, path, wrapper, measures=LIFECYCLE_MEASURES, scopes=_WS)
 
 
 PATCHES = (

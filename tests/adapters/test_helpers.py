@@ -231,13 +231,13 @@ def test_stopping_the_program_before_the_headers_is_a_cancel_not_an_http_error(r
 def test_trio_cancellation_is_a_cancel() -> None:
     """anyio on trio (and trio itself) cancel with trio's Cancelled, not asyncio's CancelledError; trio is not a
     dependency, so it is recognised by name."""
-    from otelstream.adapters import _common
+    from otelstream.adapters.ending import classify_common
 
     trio_cancelled = type("Cancelled", (BaseException,), {"__module__": "trio._core._run"})
-    assert _common.classify_common(trio_cancelled()) == ("cancel", None)
-    assert _common.classify_common(asyncio.CancelledError()) == ("cancel", None)
+    assert classify_common(trio_cancelled()) == ("cancel", None)
+    assert classify_common(asyncio.CancelledError()) == ("cancel", None)
     other = type("Cancelled", (Exception,), {"__module__": "myapp.jobs"})
-    assert _common.classify_common(other()) is None
+    assert classify_common(other()) is None
 
 
 def test_a_patch_module_the_release_lacks_is_told_apart_from_one_not_imported_yet() -> None:

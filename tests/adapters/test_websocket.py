@@ -237,6 +237,7 @@ def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: Re
     """A long-lived connection that names a new lane for every response: finished lanes are let go beyond a few
     dozen (each held ≈1 KB, and every pull walked them all)."""
     from otelstream.adapters import openai_ws
+    from otelstream.adapters.calls import KEY
 
     with _client(ws_url).responses.connect() as conn:
         for i in range(80):
@@ -244,7 +245,7 @@ def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: Re
             for event in conn:
                 if event.type == "response.completed":
                     break
-        lanes = len(conn.__dict__[openai_ws.c.KEY].lanes)
+        lanes = len(conn.__dict__[KEY].lanes)
     assert len(rec.reports) == 80 and all(r.outcome == names.COMPLETED for r in rec.reports)
     assert lanes <= openai_ws._IDLE_LANES_KEPT
 

@@ -1,0 +1,96 @@
+"""The observing generators (the hot path): around the SDK's own ``__stream__`` generator, each pull is timed, each
+item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended (``ending``).
+The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` / ``observe_async``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import TracebackType
+from typing import Any
+
+from otelstream import _guard
+from otelstream.adapters._patch import Wrapper
+from otelstream.adapters.calls import OBSERVED, Call, finish
+
+Classifier = Callable[[BaseException], "tuple[str, str | None]"]
+
+
+def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
+    """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
+    (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
+    ended (``ending``)."""
+    tracker = call.tracker
+    clock = tracker.clock
+    with ending(call, classify):
+        tracker.first_pull(clock())
+        for item in gen:
+            try:
+                tracker.event(item, call.sse_name)
+            except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
+                _guard.report("adapters.event", exc)
+            yield item
+            tracker.t_pull = clock()
+
+
+async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
+    tracker = call.tracker
+    clock = tracker.clock
+    with ending(call, classify):
+        tracker.first_pull(clock())
+        async for item in agen:
+            try:
+                tracker.event(item, call.sse_name)
+            except Exception as exc:
+                _guard.report("adapters.event", exc)
+            yield item
+            tracker.t_pull = clock()
+
+
+class ending:
+    """Around the body of an observing generator: how the body ends is how the stream ended. ``GeneratorExit``: the
+    generator was closed, which happens only when the caller's stream is collected (``Stream.close()`` closes the
+    body, not the generator: research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other
+    exception, classified (``end_with``); running out, ``eof``. Never swallows anything."""
+
+    __slots__ = ("call", "classify")
+
+    def __init__(self, call: Call, classify: Classifier) -> None:
+        self.call = call
+        self.classify = classify
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc is None:
+            finish(self.call, "eof")
+        elif isinstance(exc, GeneratorExit):
+            finish(self.call, "gc")
+        else:
+            end_with(self.call, exc, self.classify)
+
+
+def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
+    how: str = "transport_error"
+    error_type: str | None = None
+    with _guard.guard("adapters.classify"):
+        how, error_type = classify(exc)
+    finish(call, how, error_type, exc)
+
+
+def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, where: str) -> Wrapper:
+    """The wrapper of ``Stream.__stream__`` / ``AsyncStream.__stream__`` (the one choke point every SSE surface and
+    helper iterates): when ``take(stream)`` names a call, the SDK's generator wrapped by ``observe_sync`` /
+    ``observe_async``."""
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = None
+        with _guard.guard(where):
+            call = take(instance)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        call.observed = OBSERVED
+        gen = wrapped(*args, **kwargs)
+        return observe_async(gen, call, classify) if hasattr(gen, "__anext__") else observe_sync(gen, call, classify)
+
+    return wrapper

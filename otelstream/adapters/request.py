@@ -1,0 +1,175 @@
+"""The request side of a call: the wrappers of an SDK's request entry (the call begins there, and ends as
+``http_error`` when no stream comes of it), the stamp at the client's send, the call named on the request, and what
+the request options and the answer's headers say."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from otelstream import _guard, names
+from otelstream.adapters._patch import Wrapper
+from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, Call, finish
+from otelstream.adapters.ending import error_type_of, is_cancel
+
+Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]", "tuple[str, ...]"], "Call | None"]
+After = Callable[["Call", Any], None]
+
+
+def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, str]) -> tuple[Wrapper, Wrapper]:
+    """The sync and async wrappers of an SDK's request entry: begin the call (span at the send), keep it in
+    ``CURRENT`` while the SDK sends (a non-stream request made inside ours, a token refresh say, is not one of our
+    attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``. ``scopes``: the
+    sync and the async streams' patch scopes (``begin_call``)."""
+    sync_scopes, async_scopes = (scopes[0],), (scopes[1],)
+
+    def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = None
+        with _guard.guard(where):
+            call = begin(instance, args, kwargs, sync_scopes)
+        token = CURRENT.set(call)
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if call is not None:
+                with _guard.guard(where):
+                    fail_unbound(call, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
+        if call is not None:
+            after(call, result)
+        return result
+
+    async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = None
+        with _guard.guard(where):
+            call = begin(instance, args, kwargs, async_scopes)
+        token = CURRENT.set(call)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            if call is not None:
+                with _guard.guard(where):
+                    fail_unbound(call, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
+        if call is not None:
+            after(call, result)
+        return result
+
+    return sync, async_
+
+
+def fail_unbound(call: Call, exc: BaseException) -> None:
+    """The request raised before any stream existed (non-2xx, connection failure before headers): http_error."""
+    if call.bound:
+        return
+    error_type = error_type_of(exc)
+    if error_type is None:
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int):
+            error_type = str(status)
+    if is_cancel(exc):
+        finish(call, "cancel")
+    else:
+        # a non-2xx answer still names the request (APIStatusError.response): keep the id for the support ticket
+        response = getattr(exc, "response", None)
+        if response is not None and call.tracker.request_id is None:
+            call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
+        finish(call, "http_error", error_type, exc)
+
+
+def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``httpx2.Client.send`` / ``AsyncClient.send``: while an SDK send path of one of our calls runs (``sending``),
+    the request leaves here, after the SDK prepared it (anthropic signs or refreshes a token in ``_prepare_request``,
+    inside ``_attempt_request``): ``t_request`` is this moment, the last such send winning. For the async client the
+    coroutine is created here, right where the SDK awaits it. Clients of any other kind keep the SDK hook's time."""
+    call = CURRENT.get()
+    if call is not None and call.sending and not call.bound:
+        with _guard.guard("adapters.http_send"):
+            tracker = call.tracker
+            tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
+    return wrapped(*args, **kwargs)
+
+
+def request_params(body: object) -> dict[str, Any]:
+    """The request parameters a span records (DESIGN §4), as the call passed them: StreamStart keyword arguments.
+    Once per stream, from the request body (``max_output_tokens`` on Responses, ``max_completion_tokens`` or
+    ``max_tokens`` on chat, ``max_tokens`` on completions and Anthropic Messages)."""
+    if not isinstance(body, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("max_output_tokens", "max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if type(value) is int:
+            out["request_max_tokens"] = value
+            break
+    for key, field in (("temperature", "request_temperature"), ("top_p", "request_top_p")):
+        number = body.get(key)
+        if (type(number) is float or type(number) is int) and math.isfinite(number):
+            out[field] = float(number)
+    n = body.get("n")
+    if type(n) is int:
+        out["request_choice_count"] = n
+    return out
+
+
+def server_of(base_url: Any) -> tuple[str | None, int | None]:
+    """server.address / server.port from the client's base URL (an httpx2.URL)."""
+    try:
+        host = base_url.host or None
+        port = base_url.port
+        if port is None:
+            port = 443 if base_url.scheme == "https" else 80 if base_url.scheme == "http" else None
+        return host, port
+    except Exception:
+        return None, None
+
+
+def path_of(url: object) -> str:
+    """The path of an SDK options URL ('/chat/completions', '/v1/messages?beta=true', or an absolute URL)."""
+    if not isinstance(url, str):
+        return ""
+    path = url.split("?", 1)[0]
+    if "://" in path:
+        path = "/" + path.split("://", 1)[1].partition("/")[2]
+    return path.rstrip("/")
+
+
+def request_of(response: Any) -> Any:
+    try:
+        return response.request
+    except Exception:  # httpx2 raises RuntimeError when a response has no request
+        return None
+
+
+def name_on_request(call: Call, response: Any) -> None:
+    """Name the call on the request a raw response answers (``with_raw_response``), so that the Stream its
+    ``.parse()`` builds later finds this call; the send hooks do this too, but one of them may be missing."""
+    ext = getattr(request_of(response), "extensions", None)
+    if type(ext) is dict and KEY not in ext:
+        ext[KEY] = call
+
+
+def call_of_response(response: Any) -> Call | None:
+    request = request_of(response)
+    ext = getattr(request, "extensions", None)
+    if type(ext) is dict:
+        call = ext.get(KEY)
+        return call if isinstance(call, Call) else None
+    return None
+
+
+def header(response: Any, keys: tuple[str, ...]) -> str | None:
+    try:
+        headers = response.headers
+        for name in keys:
+            value = headers.get(name)
+            if value:
+                return str(value)[:128]
+    except Exception:
+        return None
+    return None
