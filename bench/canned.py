@@ -1,14 +1,19 @@
 """Canned SSE bodies for the four streamed surfaces, shaped like the real APIs (one frame per event).
 
 Nothing here imports the SDKs, so the runner can import it cheaply. ``frames(surface, deltas)`` returns a list of
-``bytes`` frames; ``expected_events(surface, deltas)`` how many parsed events the SDK yields to the caller.
+``bytes`` frames; ``expected_events(surface, deltas)`` how many parsed events the caller gets.
+
+``http-chat`` and ``http-messages`` are the HTTP-level observer's surfaces: the Chat and Messages bodies read through
+a plain HTTP client that no SDK owns (``bench/worker.py``), every ``data:`` payload but ``[DONE]`` parsed by the
+caller, Messages' ping included.
 """
 
 from __future__ import annotations
 
 import json
 
-SURFACES = ("responses", "chat", "completions", "messages")
+HTTP_SURFACES = ("http-chat", "http-messages")
+SURFACES = ("responses", "chat", "completions", "messages", *HTTP_SURFACES)
 MODEL_OA = "gpt-4o-mini"
 MODEL_AN = "claude-sonnet-4-5"
 # the words are short and fixed: every configuration parses the same bytes
@@ -109,7 +114,8 @@ def _messages(n: int) -> list[bytes]:
     return out
 
 
-_BUILDERS = {"responses": _responses, "chat": _chat, "completions": _completions, "messages": _messages}
+_BUILDERS = {"responses": _responses, "chat": _chat, "completions": _completions, "messages": _messages,
+             "http-chat": _chat, "http-messages": _messages}  # fmt: skip
 
 
 def frames(surface: str, deltas: int) -> list[bytes]:
@@ -117,5 +123,6 @@ def frames(surface: str, deltas: int) -> list[bytes]:
 
 
 def expected_events(surface: str, deltas: int) -> int:
-    """Parsed events the SDK hands to the caller (ping and [DONE] are not events)."""
-    return {"responses": deltas + 9, "chat": deltas + 3, "completions": deltas + 2, "messages": deltas + 5}[surface]
+    """Parsed events the caller gets: from an SDK, ping and [DONE] are not events; from a plain client, ping is."""
+    return {"responses": deltas + 9, "chat": deltas + 3, "completions": deltas + 2, "messages": deltas + 5,
+            "http-chat": deltas + 3, "http-messages": deltas + 6}[surface]  # fmt: skip

@@ -6,6 +6,7 @@ Every configuration gets its own in-memory OTel exporters, and ``check()`` says 
 Anthropic's own tracing is on by default in anthropic 2.x whenever OpenTelemetry can give a tracer (even the no-op
 proxy one). So every configuration builds its Anthropic clients with ``open_telemetry=False`` except
 ``anthropic-builtin``, which gives it the in-memory tracer provider: each number measures one instrumentation alone.
+Anthropic 1.x neither traces itself nor takes the option (``bench/worker.py`` leaves it out there).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ PACKAGES = {
     "otel-genai": ("opentelemetry.instrumentation.genai.openai", "opentelemetry.instrumentation.genai.anthropic"),
     "openllmetry": ("opentelemetry.instrumentation.openai", "opentelemetry.instrumentation.anthropic"),
     "openinference": ("openinference.instrumentation.openai", "openinference.instrumentation.anthropic"),
-    "anthropic-builtin": (None, "anthropic"),
 }
 PIP_NAMES = {
     "otel-genai": ("opentelemetry-instrumentation-genai-openai", "opentelemetry-instrumentation-genai-anthropic"),
@@ -35,6 +35,9 @@ PIP_NAMES = {
 
 
 def lib_of(surface: str) -> str:
+    """The SDK whose client reads the surface; ``http`` for the HTTP-level observer's (a plain client, no SDK)."""
+    if surface.startswith("http-"):
+        return "http"
     return "anthropic" if surface == "messages" else "openai"
 
 
@@ -49,13 +52,27 @@ def available(config: str, surface: str) -> bool:
             return callable(otelstream.instrument)  # lazily imports the instrumentation module
         except Exception:
             return False
+    if lib_of(surface) == "http":
+        return False  # the peers instrument the SDKs: a plain HTTP client's stream is none of theirs
+    if config == "anthropic-builtin":
+        return lib_of(surface) == "anthropic" and anthropic_traces()
     mods = PACKAGES[config]
     mod = mods[1] if lib_of(surface) == "anthropic" else mods[0]
-    if mod is None:
-        return False
     try:
         return importlib.util.find_spec(mod) is not None
     except ModuleNotFoundError:
+        return False
+
+
+def anthropic_traces() -> bool:
+    """Whether this anthropic release traces itself (2.x: the ``open_telemetry`` client option; 1.x has neither)."""
+    try:
+        import inspect
+
+        import anthropic
+
+        return "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters
+    except Exception:
         return False
 
 

@@ -14,6 +14,12 @@ BUDGET_CALLER = 300_000  # of the fixed part, on the caller's thread
 BUDGET_PEER_RATIO = 2.0  # the best peer's added instructions / ours, 200-event stream
 BUDGET_OPEN = 2048  # bytes per open stream, tracing off
 NAMES = {"otelstream-default": "default (spans + Prometheus)", "otelstream": "all sinks"}
+HTTP_CELLS = ("`http-chat` and `http-messages` are the HTTP-level observer's cells (`adapters/http_streams.py`: the "
+              "streams no SDK adapter sees, e.g. litellm's own providers): a plain client, sync and async, of the "
+              "HTTP library the set's openai reads with (in parentheses), streams the same Chat and Messages bodies "
+              "from its MockTransport, and the caller reads them with `iter_lines()`, parsing every `data:` payload "
+              "but `[DONE]` (Messages' ping included: one event more per stream than the SDK yields); the baseline "
+              "does the same uninstrumented. No peer observes such a stream.")  # fmt: skip
 
 
 def _us(ns: float | None) -> str:
@@ -84,7 +90,9 @@ def cg_table(cg: dict, sdk: str = "newest") -> list[str]:
                 if not r.get("produced"):
                     txt = "**no telemetry** " + txt
                 cells.append(txt)
-        out.append(f"| {surface} | {mode} | {_fmt(b and b['ir_per_event'], ',.0f')} | " + " | ".join(cells) + " |")
+        lib = next((r["http"] for r in by.values() if r.get("http")), None) if is_http(surface) else None
+        where = f"{surface} ({lib})" if lib else surface
+        out.append(f"| {where} | {mode} | {_fmt(b and b['ir_per_event'], ',.0f')} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -110,6 +118,53 @@ def _k(v: float) -> str:
     return f"{v / 1e6:.2f} M" if abs(v) >= 100_000 else f"{v:,.0f}"
 
 
+def is_http(surface: str) -> bool:
+    """The HTTP-level observer's surfaces (``bench/canned.py``): no SDK, so no peer, and budgets judged apart."""
+    return surface.startswith("http-")
+
+
+def _worst(rows: list[dict], key: str) -> str:
+    r = max(rows, key=lambda r: r[key])
+    return f"{_k(r[key])} ({r['surface']} {r['mode']})"
+
+
+def cg_budget_lines(who: str, by_cfg: dict[str, list[dict]]) -> list[str]:
+    """The callgrind budgets' lines for one SDK set's cells of one observation path (``by_cfg``: otelstream's rows
+    per configuration; ``who``: what the SDKs column says)."""
+    out = []
+    ok_all: list[bool] = []
+    figs = []
+    for cfg, rows in by_cfg.items():
+        if not rows:
+            continue
+        vals = sorted(rows, key=lambda r: (r["surface"], r["mode"] != "sync"))
+        ok_all.append(all(r["added_marginal_ir_per_event"] <= BUDGET_IR for r in rows))
+        over = [f"{r['surface']} {r['mode']} {r['added_marginal_ir_per_event']:,.0f}" for r in vals
+                if r["added_marginal_ir_per_event"] > BUDGET_IR]  # fmt: skip
+        figs.append(f"{NAMES[cfg]}: {min(r['added_marginal_ir_per_event'] for r in rows):,.0f} … "
+                    f"{max(r['added_marginal_ir_per_event'] for r in rows):,.0f} over {len(rows)} cells"
+                    + (f"; over: {', '.join(over)}" if over else ""))  # fmt: skip
+    if figs:
+        out.append(f"| marginal ≤ {BUDGET_IR:,} Ir per event, every surface, sync and async | {who} | "
+                   f"{'<br>'.join(figs)} | {_yes(all(ok_all))} |")
+    for cfg, budget in BUDGET_FIXED.items():
+        rows = by_cfg.get(cfg) or []
+        if not rows:
+            continue
+        ok = all(r["added_fixed_ir_per_stream"] <= budget for r in rows)
+        out.append(f"| fixed ≤ {_k(budget)} Ir per stream, {NAMES[cfg]} | {who} | "
+                   f"{_k(min(r['added_fixed_ir_per_stream'] for r in rows))} … "
+                   f"{_worst(rows, 'added_fixed_ir_per_stream')} | {_yes(ok)} |")  # fmt: skip
+    rows = [r for cfg in BUDGET_FIXED for r in by_cfg.get(cfg) or () if "added_fixed_caller_ir_per_stream" in r]
+    if rows:
+        by = "<br>".join(f"{NAMES[c]}: {_k(min(r['added_fixed_caller_ir_per_stream'] for r in rs))} … "
+                         f"{_worst(rs, 'added_fixed_caller_ir_per_stream')}"
+                         for c in BUDGET_FIXED if (rs := [r for r in rows if r['config'] == c]))  # fmt: skip
+        ok = all(r["added_fixed_caller_ir_per_stream"] <= BUDGET_CALLER for r in rows)
+        out.append(f"| of the fixed part, on the caller's thread ≤ {_k(BUDGET_CALLER)} | {who} | {by} | {_yes(ok)} |")
+    return out
+
+
 def budget_table(res: dict) -> list[str]:
     """Every DESIGN §7 budget, per SDK set, met or not, with the figures it is judged by."""
     cg = [r for r in res.get("cg", {}).get("rows", []) if "added_ir_per_event" in r]
@@ -123,47 +178,15 @@ def budget_table(res: dict) -> list[str]:
         v = vers.get(sdk) or {}
         return f"{sdk} (openai {v.get('openai', '?')}, anthropic {v.get('anthropic', '?')})"
 
-    def cells(sdk: str, cfg: str) -> list[dict]:
-        return [r for r in cg if r.get("sdk", "newest") == sdk and r["config"] == cfg]
-
-    def worst(rows: list[dict], key: str) -> str:
-        r = max(rows, key=lambda r: r[key])
-        return f"{_k(r[key])} ({r['surface']} {r['mode']})"
+    def cells(sdk: str, cfg: str, http: bool = False) -> list[dict]:
+        """otelstream's cells of one SDK set: the SDK adapters' surfaces, or (``http``) the HTTP-level observer's."""
+        return [r for r in cg if r.get("sdk", "newest") == sdk and r["config"] == cfg and is_http(r["surface"]) == http]
 
     for sdk in sdks:
-        ok_all: list[bool] = []
-        figs = []
-        for cfg in ("otelstream", "otelstream-default"):
-            rows = cells(sdk, cfg)
-            if not rows:
-                continue
-            vals = sorted(rows, key=lambda r: (r["surface"], r["mode"] != "sync"))
-            ok = all(r["added_marginal_ir_per_event"] <= BUDGET_IR for r in rows)
-            ok_all.append(ok)
-            over = [f"{r['surface']} {r['mode']} {r['added_marginal_ir_per_event']:,.0f}" for r in vals
-                    if r["added_marginal_ir_per_event"] > BUDGET_IR]  # fmt: skip
-            figs.append(f"{NAMES[cfg]}: {min(r['added_marginal_ir_per_event'] for r in rows):,.0f} … "
-                        f"{max(r['added_marginal_ir_per_event'] for r in rows):,.0f} over {len(rows)} cells"
-                        + (f"; over: {', '.join(over)}" if over else ""))  # fmt: skip
-        if figs:
-            out.append(f"| marginal ≤ {BUDGET_IR:,} Ir per event, every surface, sync and async | {label(sdk)} | "
-                       f"{'<br>'.join(figs)} | {_yes(all(ok_all))} |")
-        for cfg, budget in BUDGET_FIXED.items():
-            rows = cells(sdk, cfg)
-            if not rows:
-                continue
-            ok = all(r["added_fixed_ir_per_stream"] <= budget for r in rows)
-            out.append(f"| fixed ≤ {_k(budget)} Ir per stream, {NAMES[cfg]} | {label(sdk)} | "
-                       f"{_k(min(r['added_fixed_ir_per_stream'] for r in rows))} … "
-                       f"{worst(rows, 'added_fixed_ir_per_stream')} | {_yes(ok)} |")  # fmt: skip
-        rows = [r for cfg in BUDGET_FIXED for r in cells(sdk, cfg) if "added_fixed_caller_ir_per_stream" in r]
-        if rows:
-            by = "<br>".join(f"{NAMES[c]}: {_k(min(r['added_fixed_caller_ir_per_stream'] for r in rs))} … "
-                             f"{worst(rs, 'added_fixed_caller_ir_per_stream')}"
-                             for c in BUDGET_FIXED if (rs := [r for r in rows if r['config'] == c]))  # fmt: skip
-            ok = all(r["added_fixed_caller_ir_per_stream"] <= BUDGET_CALLER for r in rows)
-            out.append(f"| of the fixed part, on the caller's thread ≤ {_k(BUDGET_CALLER)} | {label(sdk)} | {by} | "
-                       f"{_yes(ok)} |")
+        for http in (False, True):
+            libs = sorted({r.get("http") or "?" for cfg in BUDGET_FIXED for r in cells(sdk, cfg, http)})
+            who = f"{sdk}: HTTP-level observer, a plain {', '.join(libs)} client" if http else label(sdk)
+            out += cg_budget_lines(who, {cfg: cells(sdk, cfg, http) for cfg in ("otelstream", "otelstream-default")})
     # the peers: newest SDK set, per surface and mode, 200-event stream
     peers = [r for r in cg if r.get("sdk", "newest") == sdks[0] and not r["config"].startswith("otelstream")
              and r["config"] != "baseline" and r.get("produced")]  # fmt: skip
@@ -301,7 +324,11 @@ def write(res: dict, path: str) -> None:
                   "medians of (stream wall time / events). Ratio = configuration / baseline. Peers with in-memory "
                   "exporters; a configuration that produced no span or metric is marked **no telemetry** and not "
                   "counted. Noise: the SDK itself costs 20–110 µs per event, so differences under ~2 µs are within "
-                  "run-to-run noise; the verdict is by callgrind below.", ""] + overhead_table(ov) + [""]  # fmt: skip
+                  "run-to-run noise; the verdict is by callgrind below."
+                  + (" The `http-*` rows (the HTTP-level observer, a plain httpx2 client: see the callgrind section) "
+                     "have no SDK parsing to hide behind: their baseline is the caller's own line splitting and "
+                     "`json.loads`, so their ratios are large." if any(is_http(r["surface"]) for r in ov.get("rows", ()))
+                     else ""), ""] + overhead_table(ov) + [""]  # fmt: skip
     if "cg" in res:
         cg = res["cg"]
         if "error" in cg:
@@ -338,7 +365,8 @@ def write(res: dict, path: str) -> None:
                          "per event (rms; at most ≈1 600) on the added figures, to ≈0.05 % on the baseline. "
                          if "prewarm" in cg else "Deterministic to a few instructions per event. ")
                       + f"Budgets: marginal ≤ {BUDGET_IR:,} per event; fixed ≤ 0.75 M (default) / 1.1 M (all sinks) per stream, "
-                        "≤ 0.3 M of it on the caller's thread (`caller`). Peers: in the newest SDK set only.", ""]  # fmt: skip
+                        "≤ 0.3 M of it on the caller's thread (`caller`). Peers: in the newest SDK set only. "
+                        + HTTP_CELLS, ""]  # fmt: skip
             for sdk in sdks:
                 lines += [f"### {sdk} SDK releases ({', '.join(f'{n} {sdks[sdk].get(n)}' for n in ('openai', 'anthropic'))})",
                           "", *cg_table(cg, sdk), ""]  # fmt: skip

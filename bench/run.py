@@ -10,6 +10,10 @@ the newest SDK releases) and ``oldest`` in ``--oldest-python`` (default ``$BENCH
 ``bench/requirements-oldest.txt``; without one the oldest cells are left out and RESULTS.md says so). Callgrind and
 memory run on both; the wall-clock stages (overhead, TTFD, scale) and the peers on ``newest`` only.
 
+Surfaces (``--surfaces``): the SDKs' four (responses, chat, completions, messages) and the HTTP-level observer's two,
+``http-chat`` and ``http-messages``: the same Chat and Messages bodies read through a plain client of the HTTP library
+the set's openai reads with (httpx2; httpx for openai 2.x), which no SDK adapter owns (``bench/worker.py``; no peers).
+
 Every configuration runs in a fresh process (``bench/worker.py``, ``bench/scale.py``). Timing runs are interleaved
 (round r runs every configuration once, in an order rotated by r) and reported as the median of the per-process
 medians. ``bench/RESULTS.md`` is the record (with the command that made it); the raw figures go to
@@ -96,7 +100,8 @@ def run_worker(args: list[str], timeout: float = 300, prefix: list[str] | None =
     return json.loads(lines[-1])
 
 
-PRELOAD = {"openai": ("httpx2", "openai"), "anthropic": ("httpx2", "anthropic")}  # what every worker imports first
+# what every worker imports first (the HTTP-level observer's: openai too, whose HTTP library its plain client takes)
+PRELOAD = {"openai": ("httpx2", "openai"), "anthropic": ("httpx2", "anthropic"), "http": ("httpx2", "openai")}
 
 
 class ForkServer:
@@ -367,7 +372,7 @@ def _cg_row(a, cfg: str, surface: str, mode: str, r: dict, base: dict) -> dict:
     lg = r["long"]
     fixed, marg = _split(r)
     ev = lg["events"]
-    row = {"config": cfg, "surface": surface, "mode": mode, "events": ev, "ir": lg["ir"],
+    row = {"config": cfg, "surface": surface, "mode": mode, "http": lg.get("http"), "events": ev, "ir": lg["ir"],
            "events_per_stream": ev / lg["streams"], "ir_per_event": lg["ir"] / ev,
            "added_measured_ir_per_event": (lg["ir"] - bl["ir"]) / ev,
            # the budget figure: marginal + fixed amortized over a stream of --ref-events events
@@ -583,26 +588,29 @@ def machine() -> dict:
         pass
     sdks = {}
     for sdk in SDKS:
-        vers = subprocess.run([sdk.python, "-c", "import sys, openai, anthropic, httpx2, opentelemetry.sdk.version as v, "
-                               "pydantic; print(sys.version.split()[0], openai.__version__, anthropic.__version__, "
-                               "httpx2.__version__, v.__version__, pydantic.VERSION)"],
-                              capture_output=True, text=True).stdout.split()  # fmt: skip
-        keys = ("python", "openai", "anthropic", "httpx2", "opentelemetry_sdk", "pydantic")
-        sdk.versions = dict(zip(keys, vers, strict=False))
+        # httpx only where an SDK reads with it (openai 2.x): a package not installed is left out
+        vers = dist_versions(sdk.python, ["openai", "anthropic", "httpx2", "httpx", "opentelemetry-sdk", "pydantic"])
+        sdk.versions = {k.replace("-", "_"): v for k, v in vers.items() if v}
         sdks[sdk.label] = sdk.versions
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
             "versions": SDKS[0].versions, "sdks": sdks, "peers": peer_versions()}  # fmt: skip
 
 
-def peer_versions() -> dict:
-    code = ("import importlib.metadata as m, json; out = {}\n"
+def dist_versions(py: str, names: list[str]) -> dict:
+    """The interpreter's Python version (``python``) and each distribution's installed version (None: not installed)."""
+    code = ("import importlib.metadata as m, json, sys; out = {'python': sys.version.split()[0]}\n"
             "for n in %r:\n    try: out[n] = m.version(n)\n    except Exception: out[n] = None\nprint(json.dumps(out))")
-    names = [n for pair in configs.PIP_NAMES.values() for n in pair if n != "-"]
-    p = subprocess.run([python(), "-c", code % (names,)], capture_output=True, text=True)
+    p = subprocess.run([py, "-c", code % (names,)], capture_output=True, text=True)
     try:
         return json.loads(p.stdout.strip().splitlines()[-1])
     except Exception:
         return {}
+
+
+def peer_versions() -> dict:
+    vers = dist_versions(python(), [n for pair in configs.PIP_NAMES.values() for n in pair if n != "-"])
+    vers.pop("python", None)
+    return vers
 
 
 def main() -> None:

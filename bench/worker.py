@@ -14,11 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:  # after $PYTHONPATH: the runner may put a committed snapshot of otelstream first
@@ -29,18 +33,36 @@ from bench import canned, configs  # noqa: E402
 PROMPT = [{"role": "user", "content": "Say something"}]
 
 
-# --- clients over httpx2.MockTransport --------------------------------------------------------------------
-def make_client(surface: str, mode: str, setup: configs.Setup, frames_fn, **http_kwargs):
-    """A real SDK client whose transport replays the canned body (``frames_fn(request)`` -> list of frames)."""
-    import httpx2
+# --- clients over the HTTP library's MockTransport ------------------------------------------------------------
+BASE = "http://bench.invalid"
 
+
+def http_module(surface: str) -> ModuleType:
+    """The HTTP client library the surface is read through: the SDK's own (httpx2; httpx for openai 2.x). The
+    HTTP-level observer's surfaces take the one this SDK set's openai reads with: a plain client of the same library
+    (httpx is also what litellm's own providers use)."""
+    sdk = importlib.import_module("anthropic" if configs.lib_of(surface) == "anthropic" else "openai")
+    for cls in sdk.DefaultHttpxClient.__mro__:
+        root = cls.__module__.partition(".")[0]
+        if root in ("httpx", "httpx2"):
+            return importlib.import_module(root)
+    raise SystemExit(f"{sdk.__name__} {sdk.__version__}: its client is neither httpx's nor httpx2's")
+
+
+def make_client(surface: str, mode: str, setup: configs.Setup, frames_fn: Callable[[Any], Iterable[bytes]],
+                **http_kwargs: Any) -> Any:  # fmt: skip
+    """A real SDK client whose transport replays the canned body (``frames_fn(request)`` -> list of frames); for the
+    HTTP-level observer's surfaces the plain HTTP client itself."""
+    httpx = http_module(surface)
+    headers = {"content-type": "text/event-stream", "x-request-id": "req_bench"}
+    if surface in canned.HTTP_SURFACES:
+        http_kwargs["base_url"] = BASE
     if mode == "sync":
 
         def handler(request):
-            return httpx2.Response(200, headers={"content-type": "text/event-stream", "x-request-id": "req_bench"},
-                                   content=iter(frames_fn(request)))  # fmt: skip
+            return httpx.Response(200, headers=headers, content=iter(frames_fn(request)))
 
-        http = httpx2.Client(transport=httpx2.MockTransport(handler), **http_kwargs)
+        http = httpx.Client(transport=httpx.MockTransport(handler), **http_kwargs)
     else:
 
         def ahandler(request):
@@ -50,28 +72,67 @@ def make_client(surface: str, mode: str, setup: configs.Setup, frames_fn, **http
                 for f in frames:
                     yield f
 
-            return httpx2.Response(200, headers={"content-type": "text/event-stream", "x-request-id": "req_bench"},
-                                   content=body())  # fmt: skip
+            return httpx.Response(200, headers=headers, content=body())
 
-        http = httpx2.AsyncClient(transport=httpx2.MockTransport(ahandler), **http_kwargs)
-    return _sdk_client(surface, mode, setup, base="http://bench.invalid", http_client=http)
+        http = httpx.AsyncClient(transport=httpx.MockTransport(ahandler), **http_kwargs)
+    if surface in canned.HTTP_SURFACES:
+        return http
+    return _sdk_client(surface, mode, setup, http)
 
 
-def _sdk_client(surface: str, mode: str, setup: configs.Setup, base: str, **kw):
+def _sdk_client(surface: str, mode: str, setup: configs.Setup, http: Any) -> Any:
     if configs.lib_of(surface) == "anthropic":
         import anthropic
 
         cls = anthropic.Anthropic if mode == "sync" else anthropic.AsyncAnthropic
-        return cls(api_key="sk-ant-bench", base_url=base, max_retries=0, **setup.anthropic_kwargs, **kw)
+        options = setup.anthropic_kwargs
+        if not configs.anthropic_traces():  # anthropic 1.x: no tracing of its own, no option to turn it off
+            options = {k: v for k, v in options.items() if k != "open_telemetry"}
+        return cls(api_key="sk-ant-bench", base_url=BASE, max_retries=0, http_client=http, **options)
     import openai
 
     cls = openai.OpenAI if mode == "sync" else openai.AsyncOpenAI
-    return cls(api_key="sk-bench", base_url=base + "/v1", max_retries=0, **kw)
+    return cls(api_key="sk-bench", base_url=BASE + "/v1", max_retries=0, http_client=http)
 
 
-def open_stream(client, surface: str, extra_headers: dict | None = None):
-    """The create(stream=True) call (a coroutine for async clients)."""
+# the HTTP-level observer's surfaces: (path, JSON body, headers) of the request a caller sends without an SDK
+_HTTP_REQUESTS = {
+    "http-chat": ("/v1/chat/completions", {"model": canned.MODEL_OA, "messages": PROMPT, "stream": True,
+                                           "stream_options": {"include_usage": True}}, {}),
+    "http-messages": ("/v1/messages", {"model": canned.MODEL_AN, "max_tokens": 1024, "messages": PROMPT,
+                                       "stream": True}, {"anthropic-version": "2023-06-01"}),
+}  # fmt: skip
+
+
+def _http_events(client: Any, surface: str, extra_headers: dict) -> Iterator[Any]:
+    """A caller's own SSE reading over a plain client, as litellm's providers do: ``iter_lines()``, every ``data:``
+    payload but ``[DONE]`` parsed, to the end of the body."""
+    path, body, headers = _HTTP_REQUESTS[surface]
+    with client.stream("POST", path, json=body, headers={**headers, **extra_headers}) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                yield json.loads(line[6:])
+
+
+async def _http_aevents(client: Any, surface: str, extra_headers: dict) -> AsyncIterator[Any]:
+    path, body, headers = _HTTP_REQUESTS[surface]
+    async with client.stream("POST", path, json=body, headers={**headers, **extra_headers}) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                yield json.loads(line[6:])
+
+
+async def _ready(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    return events
+
+
+def open_stream(client: Any, surface: str, extra_headers: dict | None = None) -> Any:
+    """The create(stream=True) call (a coroutine for async clients); on a plain HTTP client, the caller's own read."""
     eh = extra_headers or {}
+    if surface in canned.HTTP_SURFACES:
+        if isinstance(client, sys.modules[type(client).__module__.partition(".")[0]].AsyncClient):
+            return _ready(_http_aevents(client, surface, eh))
+        return _http_events(client, surface, eh)
     if surface == "responses":
         return client.responses.create(model=canned.MODEL_OA, input="Say something", stream=True, extra_headers=eh)
     if surface == "chat":
@@ -226,8 +287,9 @@ def cmd_cg(a) -> dict:
         client = make_client(surface, mode, setup, lambda _r, body=body: body)
         spans0 = len(setup.finished_spans())
         events = _cg_phase(cg, setup, client, surface, mode, a.warmup, streams)
+        lib = http_module(surface)
         row = {"surface": surface, "mode": mode, "deltas": deltas, "streams": streams, "events": events,
-               "spans": len(setup.finished_spans()) - spans0}  # fmt: skip
+               "spans": len(setup.finished_spans()) - spans0, "http": f"{lib.__name__} {lib.__version__}"}  # fmt: skip
         if a.paired:  # the same phase again in this process, uninstrumented: the in-process baseline
             setup.uninstrument()
             row["events_off"] = _cg_phase(cg, setup, client, surface, mode, a.warmup, streams)
@@ -350,13 +412,7 @@ def cmd_ttfd(a) -> dict:
 
         return gen()
 
-    import httpx2
-
-    def handler(request):
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body(request))
-
-    client = _sdk_client(a.surface, "sync", setup, base="http://bench.invalid",
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))  # fmt: skip
+    client = make_client(a.surface, "sync", setup, body)
     run_sync(client, a.surface)  # warm-up, no pause
     setup.flush()
     if setup.spans is not None:
