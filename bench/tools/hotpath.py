@@ -36,7 +36,7 @@ from bench import canned  # noqa: E402
 N = 20_000
 SURFACES = ("chat_completions", "responses", "messages")
 # decoded JSON (offline replay) and the SDK's model (what the SSE and WebSocket adapters pass)
-# the HTTP-level observer (adapters/http_streams.py): one SSE event per byte chunk through its body wrapper, in the
+# the HTTP-level observer (adapters/http_body.py): one SSE event per byte chunk through its body wrapper, in the
 # providers' compact JSON (plain deltas recognised on the bytes) and in spaced JSON (every event parsed)
 HTTP = ("http/chat_completions", "http/messages", "http/chat_completions/spaced", "http/messages/spaced")
 WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), *HTTP, "clock", "generator_layer")
@@ -135,8 +135,9 @@ def _http_loops(what: str, n: int):
     what the wrapper adds per chunk, a clock read, the SSE split, the delta check or json.loads, ``tracker.event``."""
     import json
 
-    from otelstream.adapters import http_streams as h
+    from otelstream.adapters import http_body
     from otelstream.adapters.calls import Call
+    from otelstream.adapters.http_decoding import Observed
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
 
@@ -164,8 +165,8 @@ def _http_loops(what: str, n: int):
 
     def body():
         start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
-        obs = h._Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
-        for _ in h._iter_sync(iter(chunks), obs):
+        obs = Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
+        for _ in http_body._iter_sync(iter(chunks), obs):
             pass
 
     def ref():

@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelstream import adapters, names, offline
-from otelstream.adapters import http_streams
+from otelstream.adapters.http_decoding import Observed, inflater
 from otelstream.export import Pipeline
 from tests.adapters import bodies
 from tests.adapters.recording import RecordingListener
@@ -317,8 +317,8 @@ def test_real_captures_agree_with_check(
     ``otelstream check`` gives for the same recording."""
     raw, blocks = capture_chunks(name)
     parsed = []
-    general = http_streams._Observed._general
-    monkeypatch.setattr(http_streams._Observed, "_general", lambda self, *a: (parsed.append(1), general(self, *a)))
+    general = Observed._general
+    monkeypatch.setattr(Observed, "_general", lambda self, *a: (parsed.append(1), general(self, *a)))
     messages = "/messages" in name
     body = MESSAGES if messages else {**CHAT, "stream_options": {"include_usage": b'"usage":{' in raw}}
     if "n2-" in name:
@@ -336,16 +336,16 @@ def test_real_captures_agree_with_check(
 
 
 def test_content_codings_the_observer_can_and_cannot_undo() -> None:
-    assert http_streams._inflater("identity") is None
+    assert inflater("identity") is None
     packed = zlib.compress(b"data: {}\n\n")
-    assert http_streams._inflater("deflate")(packed) == b"data: {}\n\n"
-    both = http_streams._inflater("deflate, gzip")  # applied in that order: undone gzip first
+    assert inflater("deflate")(packed) == b"data: {}\n\n"
+    both = inflater("deflate, gzip")  # applied in that order: undone gzip first
     gz = zlib.compressobj(wbits=zlib.MAX_WBITS | 16)
     assert both(gz.compress(packed) + gz.flush()) == b"data: {}\n\n"
     with pytest.raises(LookupError):
-        http_streams._inflater("compress")
+        inflater("compress")
     try:
         import brotli  # noqa: F401
     except ImportError:
         with pytest.raises(LookupError):
-            http_streams._inflater("br")
+            inflater("br")
