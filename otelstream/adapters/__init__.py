@@ -4,8 +4,10 @@ They know nothing about sinks: everything goes to the ``StreamListener`` given t
 (the per-call state, its begin and its one end, the watch on the caller's object), ``request`` (the wrappers of the
 SDKs' request entry, the stamp at the client's send, what requests and answers say), ``observing`` (the generators
 around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``openai_sse``, ``anthropic_sse``,
-``openai_ws`` (Responses WebSocket mode), ``http_streams`` (the streams no SDK adapter sees, at the ``httpx`` /
-``httpx2`` client) and ``_patch`` (apply/undo in any import order; the patch scopes and the measures they feed).
+``openai_ws`` (Responses WebSocket mode, with ``openai_ws_connection``, ``openai_ws_sends`` and
+``openai_ws_receives``), ``http_streams`` (the streams no SDK adapter sees, at the ``httpx`` / ``httpx2`` client,
+with ``http_body`` and ``http_decoding``) and ``_patch`` (apply/undo in any import order; the patch scopes and the
+measures they feed).
 """
 
 from __future__ import annotations

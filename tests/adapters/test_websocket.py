@@ -236,7 +236,7 @@ def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingLis
 def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: RecordingListener, ws_url: str) -> None:
     """A long-lived connection that names a new lane for every response: finished lanes are let go beyond a few
     dozen (each held ≈1 KB, and every pull walked them all)."""
-    from otelstream.adapters import openai_ws
+    from otelstream.adapters import openai_ws_receives
     from otelstream.adapters.calls import KEY
 
     with _client(ws_url).responses.connect() as conn:
@@ -247,7 +247,7 @@ def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: Re
                     break
         lanes = len(conn.__dict__[KEY].lanes)
     assert len(rec.reports) == 80 and all(r.outcome == names.COMPLETED for r in rec.reports)
-    assert lanes <= openai_ws._IDLE_LANES_KEPT
+    assert lanes <= openai_ws_receives._IDLE_LANES_KEPT
 
 
 @pytest.mark.skipif(OPENAI_WEBSOCKET_OBSERVED, reason="this openai release has the WebSocket base class: observed")
