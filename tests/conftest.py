@@ -1,4 +1,5 @@
-"""Suite-wide policy: otelstream's own errors surface in tests instead of being swallowed."""
+"""Suite-wide policy (otelstream's own errors surface in tests instead of being swallowed) and the fixtures more
+than one test folder uses."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from prometheus_client import CollectorRegistry
 # Set before any otelstream hook runs: guarded code re-raises internal errors under tests (otelstream/_guard.py).
 os.environ["OTELSTREAM_RAISE_INTERNAL_ERRORS"] = "1"
 
-from otelstream import _guard, config
+from otelstream import _guard, adapters, config
 from otelstream.export import Pipeline, build_pipeline
-
-CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures"
+from tests.support.paths import CAPTURES
+from tests.support.recording import RecordingListener
+from tests.support.scripted_server import ScriptedServer
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +44,26 @@ def captures_dir() -> Path:
     if not CAPTURES.is_dir():
         pytest.skip(f"real captures not available at {CAPTURES} (they live beside the repo in ../shared/captures)")
     return CAPTURES
+
+
+@pytest.fixture
+def rec() -> Iterator[RecordingListener]:
+    """The adapters installed with a listener that records what they hand over."""
+    listener = RecordingListener()
+    adapters.install(listener)
+    try:
+        yield listener
+    finally:
+        adapters.uninstall()
+
+
+@pytest.fixture(scope="session")
+def scripted() -> Iterator[ScriptedServer]:
+    server = ScriptedServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture

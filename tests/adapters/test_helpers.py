@@ -11,9 +11,9 @@ import openai
 import pytest
 
 from otelstream import _guard, names
-from tests.adapters.conftest import anthropic_client, async_anthropic_client, async_openai_client, openai_client
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import OPENAI_HTTP
+from tests.support.clients import anthropic_client, async_anthropic_client, async_openai_client, openai_client
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_HTTP
 
 MSGS = [{"role": "user", "content": "x"}]
 

@@ -20,17 +20,19 @@ import openai
 import pytest
 
 from otelstream import names
-from tests.adapters.conftest import (
-    anthropic_client,
-    async_anthropic_client,
-    async_openai_client,
-    iterator_kind,
-    openai_client,
-)
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
+from tests.support.clients import anthropic_client, async_anthropic_client, async_openai_client, openai_client
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
 
 MSGS = [{"role": "user", "content": "x"}]
+
+
+def iterator_kind(stream: object) -> str:
+    """Which generator feeds an SDK stream: "observed" (ours around the SDK's), or "sdk" (not observed)."""
+    it = stream.__dict__.get("_iterator")
+    code = getattr(it, "gi_code", None) or getattr(it, "ag_code", None)
+    name = getattr(code, "co_name", "")
+    return "observed" if name.startswith("observe_") else "sdk"
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import pytest
 
 from otelstream import adapters, names
 from otelstream.adapters import _patch
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
 pytest.importorskip("websockets")
 observed = pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)

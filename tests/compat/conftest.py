@@ -1,29 +1,17 @@
-"""The compat suite: the frameworks people stream through, against the scripted server on 127.0.0.1, with and
-without otelstream. It runs in its own venv with pinned framework releases (``.ci/compat.sh``); in the main venv,
-without the frameworks, each module skips with the reason."""
+"""The compat suite: the frameworks people stream through, against the scripted server on 127.0.0.1 (the
+``scripted`` fixture of tests/conftest.py), with and without otelstream. It runs in its own venv with pinned
+framework releases (``.ci/compat.sh``); in the main venv, without the frameworks, each module skips with the reason."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.scripted import ScriptedServer
-
 # Set before litellm is imported: it would fetch its model cost map from the network (retrying for seconds).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="session")
-def scripted() -> Iterator[ScriptedServer]:
-    server = ScriptedServer().start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -28,8 +28,8 @@ from prometheus_client import CollectorRegistry
 
 import otelstream
 from otelstream import names
-from tests.adapters import bodies
-from tests.integration.scripted import Pause, ScriptedServer, Step
+from tests.support import bodies
+from tests.support.scripted_server import Pause, ScriptedServer, Step
 
 SKIP_REASON = "the compat suite needs the pinned frameworks: run `bash .ci/compat.sh` (its own venv)"
 REQUIRED = "OTELSTREAM_COMPAT_REQUIRED"  # set by .ci/compat.sh: there a framework that fails to import fails the run

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, plain
-from tests.integration.scripted import ScriptedServer
+from tests.support.scripted_server import ScriptedServer
 
 langchain_openai = need("langchain_openai")
 langchain_anthropic = need("langchain_anthropic")

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 
 from otelstream import adapters, names  # noqa: E402
 from otelstream.export import Pipeline  # noqa: E402
-from tests.adapters import bodies  # noqa: E402
-from tests.integration.scripted import SCRIPT_HEADER, Pause, ScriptedServer, Step  # noqa: E402
+from tests.support import bodies  # noqa: E402
+from tests.support.scripted_server import SCRIPT_HEADER, Pause, ScriptedServer, Step  # noqa: E402
 
 MSGS = [{"role": "user", "content": "x"}]
 ERROR = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}\n\n'

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, plain
-from tests.integration.scripted import ScriptedServer
+from tests.support.scripted_server import ScriptedServer
 
 llms_openai = need("llama_index.llms.openai")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, plain
-from tests.integration.scripted import ScriptedServer
+from tests.support.scripted_server import ScriptedServer
 
 agents = need("agents")
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from otelstream import names
-from tests.adapters import bodies
 from tests.compat.harness import instrumented, need
-from tests.integration.scripted import ScriptedServer
+from tests.support import bodies
+from tests.support.scripted_server import ScriptedServer
 
 langchain_openai = need("langchain_openai")
 agents = need("agents")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from corehelpers import FakeClock
+
+from tests.core.harness import FakeClock
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from corehelpers import counts, run
 
 from otelstream import names
+from tests.core.harness import counts, run
 
 USAGE = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59,
          "prompt_tokens_details": {"cached_tokens": 32},

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from corehelpers import counts, run
 
 from otelstream import names
+from tests.core.harness import counts, run
 
 
 def start(**usage: Any) -> dict[str, Any]:

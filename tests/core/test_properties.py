@@ -13,7 +13,6 @@ import itertools
 import os
 from typing import Any
 
-from corehelpers import MS, FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from otelstream import names
 from otelstream.core.chunk_time import CHUNK_BOUNDS_NS, spread_sums
 from otelstream.core.report import StreamStart
 from otelstream.core.tracker import END_REASONS, StreamTracker
+from tests.core.harness import MS, FakeClock
 
 # OTELSTREAM_HYPOTHESIS_EXAMPLES=4000 for a longer hunt (4 000 examples ran clean, about 90 s)
 SETTINGS = settings(

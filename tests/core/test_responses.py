@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from corehelpers import counts, run
 
 from otelstream import names
+from tests.core.harness import counts, run
 
 USAGE = {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 4},
          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2}}  # fmt: skip
@@ -209,7 +209,7 @@ def test_client_side_filter_first_delta_after_n() -> None:
     evs = [ev("response.created", 0), delta(1), delta(2), delta(3), delta(4), {**COMPLETED, "sequence_number": 5}]
     r = run(names.RESPONSES, evs, client_filter_after=2)
     assert r.resumed and r.deltas == 2 and not r.sequence.bad_start
-    # 1 ms wait + 1 ms advance per event (corehelpers.run): the first counted delta is the 4th event (seq 3)
+    # 1 ms wait + 1 ms advance per event (harness.run): the first counted delta is the 4th event (seq 3)
     assert r.time_to_first_delta_ns == 8_000_000
 
 

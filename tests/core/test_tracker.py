@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from corehelpers import MS, FakeClock, counts, run, tracker
 
 from otelstream import names
 from otelstream.core.report import StreamStart
 from otelstream.core.tracker import END_REASONS, StreamTracker
+from tests.core.harness import MS, FakeClock, counts, run, tracker
 
 DELTA = {"type": "response.output_text.delta", "delta": "x"}
 

@@ -10,8 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from loadsource import ALL_ALERTS, LoadSource
-from promsupport import REPO, free_port
+from tests.dashboards.harness import free_port
+from tests.dashboards.loadsource import ALL_ALERTS, LoadSource
+from tests.support.paths import REPO
 
 WORKER = Path(__file__).with_name("instrumented_worker.py")
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from designload import DesignLoad
+
+from tests.dashboards.designload import DesignLoad
 
 ALL_ALERTS = frozenset(
     {
@@ -52,7 +53,7 @@ def start_load(workdir: Path, kind: str = "worker") -> LoadSource | None:
     missing = [m for m in ("openai", "anthropic") if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the instrumented load needs {' and '.join(missing)} (pip install -e '.[test]')")
-    from instrumentedload import start_demo_load, start_instrumented_load
+    from tests.dashboards.instrumentedload import start_demo_load, start_instrumented_load
 
     if kind == "demo":
         return start_demo_load(workdir)

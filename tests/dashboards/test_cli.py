@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from promsupport import (
+
+from otelstream import dashboards
+from tests.dashboards.harness import (
     ALERT_SERIES,
     DASHBOARDS,
     SCOPE,
@@ -17,8 +19,6 @@ from promsupport import (
     selectors,
     variable_query,
 )
-
-from otelstream import dashboards
 
 
 def _run(*argv: str) -> int:
@@ -121,7 +121,9 @@ def test_metric_attributes_add_a_variable_each_and_every_selector_uses_it(tmp_pa
 
 
 def test_metric_attributes_round_trip_through_grafana_foundation_sdk(tmp_path: Path) -> None:
-    from test_dashboard_model import test_dashboard_round_trips_through_grafana_foundation_sdk as round_trip
+    from tests.dashboards.test_dashboard_model import (
+        test_dashboard_round_trips_through_grafana_foundation_sdk as round_trip,
+    )
 
     assert _run(str(tmp_path), "--metric-attributes", "tenant") == 0
     round_trip(tmp_path / "grafana" / "otelstream-streams.json")

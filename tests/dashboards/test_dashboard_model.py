@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from promsupport import (
+
+from otelstream import names
+from tests.dashboards.harness import (
     ALERT_LABELS,
     ALERT_SCOPE,
     ALERT_SERIES,
@@ -27,8 +29,6 @@ from promsupport import (
     series_names,
     variable_query,
 )
-
-from otelstream import names
 
 DASHBOARDS = dashboard_files()
 PROMETHEUS_DS = {"type": "prometheus", "uid": "${datasource}"}

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from designload import DesignLoad
-from loadsource import LoadSource, start_load
-from promsupport import (
+
+from otelstream import dashboards, names
+from tests.dashboards.designload import DesignLoad
+from tests.dashboards.harness import (
     COUNTERS,
     GAUGES,
     HISTOGRAMS,
@@ -55,8 +56,7 @@ from promsupport import (
     tool,
     variable_query,
 )
-
-from otelstream import dashboards, names
+from tests.dashboards.loadsource import LoadSource, start_load
 
 pytestmark = [
     pytest.mark.prometheus,

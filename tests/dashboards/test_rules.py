@@ -7,7 +7,9 @@ import subprocess
 from typing import Any
 
 import pytest
-from promsupport import (
+
+from otelstream import names
+from tests.dashboards.harness import (
     DASHBOARDS,
     LABELS,
     RULES_FILE,
@@ -19,8 +21,6 @@ from promsupport import (
     series_names,
     tool,
 )
-
-from otelstream import names
 
 pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extra)")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from demo_helpers import TEST_PACING
 
 from otelstream.demo.provider import FakeProvider, serve
+from tests.demo.harness import TEST_PACING
 
 
 @pytest.fixture(scope="module")

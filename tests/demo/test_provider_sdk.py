@@ -12,12 +12,12 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from demo_helpers import TAG_HEADER, record_for, tag
 
 from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.provider import FakeProvider
+from tests.demo.harness import TAG_HEADER, record_for, tag
 
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 CASES = [(s, f) for f in F.SERVER_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]

@@ -13,7 +13,6 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from demo_helpers import TAG_HEADER, payloads, record_for, sse_blocks, tag
 
 from otelstream import names, offline
 from otelstream.demo import faults as F
@@ -22,6 +21,7 @@ from otelstream.demo.events import DELTA, Event, StreamSpec, words_for
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing, Pause, script
 from otelstream.demo.provider import FakeProvider, serve
+from tests.demo.harness import TAG_HEADER, payloads, record_for, sse_blocks, tag
 
 SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.OVERLOADED, F.NO_HEADERS)]

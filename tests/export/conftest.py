@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from exporthelpers import Clock
+
+from tests.export.harness import Clock
 
 
 @pytest.fixture

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.paths import REPO
+
 WORKER = textwrap.dedent(
     """
     import sys
-    sys.path.insert(0, sys.argv[1])
-    from exporthelpers import Clock, FakeTracker, make_start, run_stream
+    from tests.export.harness import Clock, FakeTracker, make_start, run_stream
     from prometheus_client import CollectorRegistry
     from otelstream import config
     from otelstream.export import build_pipeline
@@ -31,10 +32,10 @@ WORKER = textwrap.dedent(
     p.stream_started(start, tracker)
     p.watchdog.tick()  # multiprocess mode: the tick writes the live gauges into the process's file
     assert p.flush(10)
-    if "shutdown" in sys.argv[2:]:
+    if "shutdown" in sys.argv[1:]:
         p.shutdown()  # what uninstrument() ends in: this process no longer tracks the open stream
     print("ok", flush=True)
-    if "exit" not in sys.argv[2:]:
+    if "exit" not in sys.argv[1:]:
         sys.stdin.read()  # alive until the scrape is done: live gauges count live processes only
     """
 )
@@ -64,10 +65,9 @@ def _scrape_after(
     mp_dir = tmp_path / "prom"
     mp_dir.mkdir()
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(mp_dir))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
-    here = str(Path(__file__).parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     pipe = subprocess.PIPE
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, here, *a], env=env, stdin=pipe, stdout=pipe,
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, *a], env=env, stdin=pipe, stdout=pipe,
                               stderr=pipe) for a in workers]  # fmt: skip
     try:
         for w in procs:

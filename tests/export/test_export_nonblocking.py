@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from exporthelpers import COMMON_LABELS, Clock, run_stream
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from prometheus_client import CollectorRegistry, generate_latest
@@ -15,6 +14,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from otelstream import config
 from otelstream.export import build_pipeline
+from tests.export.harness import COMMON_LABELS, Clock, run_stream
 
 
 class BlockingExporter(SpanExporter):

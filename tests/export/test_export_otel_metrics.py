@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 import pytest
-from exporthelpers import Clock, FakeTracker, make_start, run_stream
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -14,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
+from tests.export.harness import Clock, FakeTracker, make_start, run_stream
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import pytest
-from exporthelpers import COMMON_LABELS, LIVE_LABELS, Clock, FakeTracker, make_report, make_start, run_stream
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
@@ -18,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
 from otelstream.export._sdk_internals import prometheus_histogram
+from tests.export.harness import COMMON_LABELS, LIVE_LABELS, Clock, FakeTracker, make_report, make_start, run_stream
 
 COMMON = COMMON_LABELS
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from exporthelpers import T0, Clock, FakeTracker, make_report, make_start, run_stream
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -13,6 +12,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otelstream import names
 from otelstream.core.report import Anomaly, SequenceStats, Stall
+from tests.export.harness import T0, Clock, FakeTracker, make_report, make_start, run_stream
 
 # Every attribute key a stream span may carry: anything else (prompt, output, headers) is a leak.
 ALLOWED_KEYS = {v for k, v in vars(names).items() if k.startswith("ATTR_")}

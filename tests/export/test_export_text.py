@@ -6,7 +6,6 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from exporthelpers import Clock, FakeTracker, make_report, make_start
 from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.metrics import MeterProvider
@@ -17,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from otelstream import names
 from otelstream.core.report import Anomaly
+from tests.export.harness import Clock, FakeTracker, make_report, make_start
 
 EVIL = "\udce9\n\x00\u202e\x1b[2J\u2028\x85"  # lone surrogate, newline, NUL, bidi override, escape, separators
 CLEANED = "\ufffd" * 5 + "[2J" + "\ufffd" * 2

@@ -9,13 +9,13 @@ import time
 from typing import Any
 
 import pytest
-from exporthelpers import LIVE_LABELS, Clock, FakeTracker, make_report, make_start
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
 from otelstream import _guard, names
 from otelstream.core.report import Stall
 from otelstream.export.watchdog import LiveStreams, Watchdog
+from tests.export.harness import LIVE_LABELS, Clock, FakeTracker, make_report, make_start
 
 
 def test_stall_event_once_per_stall(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:

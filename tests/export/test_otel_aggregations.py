@@ -7,9 +7,7 @@ import math
 import random
 from typing import Any
 
-import exporthelpers
 import pytest
-from exporthelpers import Clock, run_stream
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
@@ -20,6 +18,8 @@ from otelstream import _guard, names
 from otelstream.core.report import SequenceStats, Usage
 from otelstream.export import otel_metrics
 from otelstream.export._sdk_internals import otel_aggregations
+from tests.export import harness
+from tests.export.harness import Clock, run_stream
 
 CHUNK = "gen_ai.client.operation.time_per_output_chunk"
 
@@ -48,7 +48,7 @@ def feed(p: Any, clock: Clock, between: Any = None) -> None:
     def run_stream(*a: Any, **k: Any) -> None:
         # one stream at a time: span ids (caller's thread) and exemplar choices (export thread) draw from one random
         # sequence, so the order of the draws must not depend on thread timing
-        exporthelpers.run_stream(*a, **k)
+        harness.run_stream(*a, **k)
         assert p.flush(5.0)
 
     bounds = names.TIME_PER_CHUNK_BUCKETS

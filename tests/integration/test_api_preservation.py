@@ -18,9 +18,9 @@ import pytest
 
 from otelstream import adapters
 from otelstream.demo.provider import FakeProvider
-from tests.adapters.conftest import anthropic_client, async_anthropic_client, async_openai_client, openai_client
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import OPENAI_HTTP, lacking
+from tests.support.clients import anthropic_client, async_anthropic_client, async_openai_client, openai_client
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_HTTP, lacking
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 

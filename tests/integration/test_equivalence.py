@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from otelstream import _guard, adapters, names
 from otelstream.core.tracker import StreamTracker
-from tests.adapters import bodies
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
+from tests.support import bodies
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)

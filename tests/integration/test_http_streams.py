@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelstream import adapters, names, offline
 from otelstream.adapters.http_decoding import Observed, inflater
 from otelstream.export import Pipeline
-from tests.adapters import bodies
-from tests.adapters.recording import RecordingListener
-from tests.integration.scripted import SCRIPT_HEADER, Pause, Reset, ScriptedServer, Step
+from tests.support import bodies
+from tests.support.recording import RecordingListener
+from tests.support.scripted_server import SCRIPT_HEADER, Pause, Reset, ScriptedServer, Step
 
 CHAT = {"model": "gpt-test", "messages": [{"role": "user", "content": "secret prompt"}], "stream": True,
         "stream_options": {"include_usage": True}}  # fmt: skip

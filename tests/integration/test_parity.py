@@ -24,9 +24,9 @@ import pytest
 
 from otelstream import names
 from otelstream.core.report import StreamReport
-from tests.adapters.recording import RecordingListener
-from tests.conftest import CAPTURES
-from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
+from tests.support.paths import CAPTURES
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 
 SURFACE_DIRS = {
     "responses": names.RESPONSES,

@@ -15,8 +15,8 @@ from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER, TOKENS_HEADER
 from otelstream.demo.provider import FakeProvider
-from tests.reliability.sdkhelpers import Instrumented, instrumented, outcome_of
-from tests.sdk_features import OPENAI_HTTP
+from tests.support.instrumented import Instrumented, instrumented, outcome_of
+from tests.support.sdk_features import OPENAI_HTTP
 
 FAULTS = [F.OK, F.CUT, F.RESET, F.ERROR, F.INCOMPLETE, F.HTTP_500]
 

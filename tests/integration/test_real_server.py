@@ -19,9 +19,9 @@ from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER, TOKENS_HEADER
 from otelstream.demo.provider import FakeProvider
-from tests.adapters.recording import RecordingListener
 from tests.integration import wire
-from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
 
 MSGS: Any = [{"role": "user", "content": "hi"}]
 TAG = "x-test-tag"

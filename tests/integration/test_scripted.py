@@ -11,7 +11,6 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -19,10 +18,11 @@ import openai
 import pytest
 
 from otelstream import names, offline
-from tests.adapters import bodies
-from tests.adapters.recording import RecordingListener
-from tests.integration.scripted import SCRIPT_HEADER, Half, Pause, ScriptedServer, Step
-from tests.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS
+from tests.support import bodies
+from tests.support.paths import FIXTURES
+from tests.support.recording import RecordingListener
+from tests.support.scripted_server import SCRIPT_HEADER, Half, Pause, ScriptedServer, Step
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -288,7 +288,6 @@ def test_close_from_a_signal_handler_while_a_pull_waits(rec: RecordingListener, 
 
 
 # --- what compatible servers send on chat (issue 17): live, and the same as `check` ---------------------------------
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
 CHAT_SHAPES = ["chat-thinking-parts.sse", "chat-no-finish-done.sse", "chat-no-finish-no-done.sse",
                "chat-cache-write-details.sse", "chat-cache-write-top-level.sse"]  # fmt: skip
 

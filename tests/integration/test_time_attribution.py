@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import pathlib
 import subprocess
 import sys
 import time
@@ -18,11 +17,11 @@ import openai
 import pytest
 
 from otelstream import names
-from tests.adapters import bodies
-from tests.adapters.recording import RecordingListener
-from tests.integration.scripted import SCRIPT_HEADER, ScriptedServer
+from tests.support import bodies
+from tests.support.paths import REPO
+from tests.support.recording import RecordingListener
+from tests.support.scripted_server import SCRIPT_HEADER, ScriptedServer
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 MSGS: Any = [{"role": "user", "content": "x"}]
 
 # The first Responses stream of a process: the SDK builds its pydantic models on first use (the Response model, for
@@ -31,9 +30,9 @@ FIRST_STREAM = """
 import json
 import openai
 from otelstream import adapters
-from tests.adapters import bodies
-from tests.adapters.recording import RecordingListener
-from tests.integration.scripted import SCRIPT_HEADER, ScriptedServer
+from tests.support import bodies
+from tests.support.recording import RecordingListener
+from tests.support.scripted_server import SCRIPT_HEADER, ScriptedServer
 
 server = ScriptedServer().start()
 key = server.add([b"".join(bodies.responses("ok"))])  # one chunk: every event is there at once
@@ -48,7 +47,7 @@ print(json.dumps({"outcome": r.outcome, "events": r.events, "items": len(items),
 
 
 def test_first_responses_stream_of_a_fresh_process_waits_for_nothing() -> None:
-    out = subprocess.run([sys.executable, "-c", FIRST_STREAM], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", FIRST_STREAM], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     assert r["outcome"] == names.COMPLETED and r["events"] == r["items"] == 6

@@ -16,9 +16,9 @@ import pytest
 from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.provider import FakeProvider
-from tests.adapters.recording import RecordingListener
 from tests.integration import wire
-from tests.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
 pytest.importorskip("websockets")
 pytestmark = pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)

@@ -15,8 +15,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from otelstream import offline
-
-CAPTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "captures"
+from tests.support.paths import CAPTURES
 
 
 class E(NamedTuple):

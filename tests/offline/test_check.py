@@ -15,8 +15,7 @@ import pytest
 
 from otelstream import names, offline
 from otelstream.examples import paths as example_paths
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
+from tests.support.paths import FIXTURES
 
 # DESIGN §3: exactly these keys (extra keys allowed)
 DESIGN_KEYS = {"file", "surface", "provider", "outcome", "finish_reasons", "error_type", "error_class", "events",

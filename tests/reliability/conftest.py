@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relhelpers import FIGURES, SCALE
+from tests.reliability.harness import FIGURES, SCALE
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

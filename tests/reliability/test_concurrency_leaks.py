@@ -21,10 +21,10 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from prometheus_client import CollectorRegistry
-from relhelpers import FIGURES, scaled
 
 import otelstream
 from otelstream import instrumentation, names
+from tests.reliability.harness import FIGURES, scaled
 
 CALL_KEY = "_otelstream_call"
 CHUNK = (b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'

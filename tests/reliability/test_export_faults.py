@@ -24,13 +24,15 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
-from rawserver import raw_server
-from relhelpers import FIGURES, FIXTURES, scaled
-from sdkhelpers import Bodies, Clients, Seen, instrumented
 
 import otelstream
 import otelstream.instrumentation
 from otelstream import names
+from tests.reliability.harness import FIGURES, scaled
+from tests.support.body_clients import Bodies, Clients, Seen
+from tests.support.instrumented import instrumented
+from tests.support.paths import FIXTURES
+from tests.support.raw_server import raw_server
 
 BODY = (FIXTURES / "responses-completed.sse").read_bytes() if (FIXTURES / "responses-completed.sse").exists() else b""
 # the caller's stream must not wait for export: generous for a loaded CI box, far below any exporter timeout

@@ -12,10 +12,10 @@ from typing import Any
 
 import openai
 import pytest
-from rawserver import raw_server
-from sdkhelpers import Instrumented, instrumented, outcome_of
 
 from otelstream import _guard, names
+from tests.support.instrumented import Instrumented, instrumented, outcome_of
+from tests.support.raw_server import raw_server
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

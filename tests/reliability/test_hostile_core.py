@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from relhelpers import FIGURES, INT64_MAX, assert_valid_report, scaled
 
 from otelstream import names
 from otelstream.core.protocols.responses import KNOWN_TYPES
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.tracker import END_REASONS, StreamTracker
+from tests.reliability.harness import FIGURES, INT64_MAX, assert_valid_report, scaled
 
 MESSAGES_TYPES = ("message_start", "content_block_start", "content_block_delta", "content_block_stop",
                   "message_delta", "message_stop", "ping", "error")  # fmt: skip

@@ -20,7 +20,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from relhelpers import (
+
+from otelstream import names
+from otelstream.offline import MAX_OPEN_LANES, MAX_REPORTED_LANE_RESPONSES, CheckError, FileReport, analyse
+from tests.reliability.harness import (
     CAPTURES,
     FIGURES,
     assert_valid_report,
@@ -30,9 +33,6 @@ from relhelpers import (
     mutations,
     scaled,
 )
-
-from otelstream import names
-from otelstream.offline import MAX_OPEN_LANES, MAX_REPORTED_LANE_RESPONSES, CheckError, FileReport, analyse
 
 FILES = corpus_files()
 MiB = 1024 * 1024

@@ -23,11 +23,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from rawserver import raw_server
-from sdkhelpers import instrumented
 
 import otelstream
 from otelstream import names
+from tests.support.instrumented import instrumented
+from tests.support.raw_server import raw_server
 
 SURROGATE_MODEL = "gpt-4o\udce9"
 MESSAGES = [{"role": "user", "content": "x"}]

@@ -17,15 +17,15 @@ import anthropic
 import httpx2
 import openai
 import pytest
-from rawserver import DRIP, FAULT, raw_server
-from relhelpers import FIGURES
-from sdkhelpers import Instrumented, instrumented, outcome_of
 
 from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing
 from otelstream.demo.provider import serve
+from tests.reliability.harness import FIGURES
+from tests.support.instrumented import Instrumented, instrumented, outcome_of
+from tests.support.raw_server import DRIP, FAULT, raw_server
 
 PACING = Pacing(ttfd_s=0.005, gap_s=0.001, pause_s=0.08, no_headers_s=5.0)
 TIMEOUT = httpx2.Timeout(10.0, read=2.0)  # no_headers and the silent server end on this read timeout

@@ -12,11 +12,12 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry
-from relhelpers import FIGURES
-from sdkhelpers import Bodies, Clients, instrumented
 
 import otelstream
 from otelstream import names
+from tests.reliability.harness import FIGURES
+from tests.support.body_clients import Bodies, Clients
+from tests.support.instrumented import instrumented
 
 MARK = uuid.uuid4().hex
 PROMPT, OUTPUT, TOOL_ARG, KEY, ERRMSG, HEADER = (f"{p}{MARK}" for p in ("PROMPT", "OUTPUT", "TOOLARG", "sk-KEY",

@@ -14,21 +14,20 @@ import random
 from pathlib import Path
 
 import pytest
-from relhelpers import FIGURES, corpus_files, event_boundaries, label, mutations, scaled
-from sdkhelpers import (
+
+from otelstream import names
+from tests.reliability.harness import FIGURES, corpus_files, event_boundaries, label, mutations, scaled
+from tests.support.body_clients import (
     SSE_SURFACES,
     AsyncBodies,
     AsyncClients,
     Bodies,
     Clients,
     Seen,
-    instrumented,
-    outcome_of,
     run_async,
     surface_of,
 )
-
-from otelstream import names
+from tests.support.instrumented import instrumented, outcome_of
 
 # Outcomes a stream can end in when the caller read it to the end (no close, no cancellation).
 READ_TO_END = frozenset({names.COMPLETED, names.INCOMPLETE, names.FAILED, names.ERROR, names.CUT})

@@ -26,13 +26,13 @@ import openai._streaming
 import openai.lib._client_auth
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from renames import Rename, rename
-from sdkhelpers import Instrumented, instrumented
 
 from otelstream import names
 from otelstream.adapters import _patch
-from tests.adapters import bodies
-from tests.integration.scripted import SCRIPT_HEADER, ScriptedServer
+from tests.reliability.renames import Rename, rename
+from tests.support import bodies
+from tests.support.instrumented import Instrumented, instrumented
+from tests.support.scripted_server import SCRIPT_HEADER, ScriptedServer
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 CHAT = bodies.chat("ok")  # ... finish_reason stop, a usage chunk, data: [DONE]

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from telehelpers import PACING, TOKENS, Telemetry, warm_up
 
 import otelstream
 from otelstream.demo.provider import FakeProvider, serve
+from tests.telemetry.harness import PACING, TOKENS, Telemetry, warm_up
 
 
 @pytest.fixture(scope="session")

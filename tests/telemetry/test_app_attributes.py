@@ -18,12 +18,13 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan
 from prometheus_client import CollectorRegistry
-from telehelpers import MODELS, Telemetry, client_for, consume_async, consume_sync
 
 import otelstream
 from otelstream import names
 from otelstream.demo.exchange import WS_FAULT_KEY
 from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
+from tests.telemetry.harness import MODELS, Telemetry, consume_async, consume_sync
 
 CH = names.CHAT_COMPLETIONS
 FEATURE, TENANT = "app.feature", "tenant.id"
@@ -254,7 +255,7 @@ def test_websocket_response_carries_the_attributes_current_at_its_create(
 def test_request_parameters_as_the_call_passed_them(
     instrument: Callable[..., Telemetry], provider: FakeProvider, surface: str
 ) -> None:
-    from telehelpers import FAULT_FOR, create_fn, request_kwargs
+    from tests.telemetry.harness import FAULT_FOR, create_fn, request_kwargs
 
     tel = instrument()
     client = client_for(provider, surface)

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
-from telehelpers import MODELS, Seen, Telemetry, client_for, consume_async, consume_sync
 
 from otelstream import names
 from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
+from tests.telemetry.harness import MODELS, Seen, Telemetry, consume_async, consume_sync
 
 M, R = names.MESSAGES, names.RESPONSES
 SDK_SPAN = "anthropic.messages.create"

@@ -18,12 +18,12 @@ import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
-from telehelpers import Telemetry
 
 import otelstream
 from otelstream import names
-from tests.adapters import bodies
-from tests.integration.scripted import Half, Pause, Reset, ScriptedServer, Step
+from tests.support import bodies
+from tests.support.scripted_server import Half, Pause, Reset, ScriptedServer, Step
+from tests.telemetry.harness import Telemetry
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 TIMEOUT_S = 0.3

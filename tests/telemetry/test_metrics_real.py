@@ -8,21 +8,21 @@ from prometheus_client import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
-from telehelpers import (
-    FAULT_FOR,
-    MODELS,
-    SSE_SURFACES,
-    Telemetry,
-    client_for,
-    consume_sync,
-    create_fn,
-    request_kwargs,
-)
 
 from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.exchange import PAUSE_HEADER
 from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
+from tests.telemetry.harness import (
+    FAULT_FOR,
+    MODELS,
+    SSE_SURFACES,
+    Telemetry,
+    consume_sync,
+    create_fn,
+    request_kwargs,
+)
 
 TTFC = "gen_ai_client_operation_time_to_first_chunk_seconds"
 

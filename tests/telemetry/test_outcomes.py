@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from telehelpers import (
+
+from otelstream import names
+from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
+from tests.telemetry.harness import (
     CUT_AT,
     FAULT_FOR,
     MODELS,
@@ -18,18 +22,14 @@ from telehelpers import (
     TOKENS,
     Seen,
     Telemetry,
-    client_for,
     consume_async,
     consume_sync,
     key,
     supports,
 )
 
-from otelstream import names
-from otelstream.demo.provider import FakeProvider
-
 R, CH, CO, M = names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES
-A = 2  # deltas before the abandoning caller closes (telehelpers.ABANDON_AFTER)
+A = 2  # deltas before the abandoning caller closes (harness.ABANDON_AFTER)
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def expected_attributes(
         elif surface == CH:
             a[names.ATTR_OPENAI_SYSTEM_FINGERPRINT] = "fp_otelstream"
     if surface == M:
-        a[names.ATTR_REQUEST_MAX_TOKENS] = 64  # as the call passed it (telehelpers.request_kwargs)
+        a[names.ATTR_REQUEST_MAX_TOKENS] = 64  # as the call passed it (harness.request_kwargs)
     if outcome == names.ABANDONED:
         a[names.ATTR_ABANDONED_REASON] = names.ABANDON_CLOSE
     if w.finish is not None:

@@ -7,11 +7,12 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from telehelpers import ABANDON_AFTER, FAULT_FOR, MODELS, Telemetry, client_for, consume_sync, request_kwargs
 
 import otelstream
 from otelstream import names
 from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
+from tests.telemetry.harness import ABANDON_AFTER, FAULT_FOR, MODELS, Telemetry, consume_sync, request_kwargs
 
 CH, R, M = names.CHAT_COMPLETIONS, names.RESPONSES, names.MESSAGES
 

@@ -13,12 +13,12 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
-from telehelpers import FAULT_FOR, MODELS, Seen, Telemetry, key, supports
 
 import otelstream
 from otelstream import names
 from otelstream.demo.exchange import WS_FAULT_KEY
 from otelstream.demo.provider import FakeProvider
+from tests.telemetry.harness import FAULT_FOR, MODELS, Seen, Telemetry, key, supports
 
 pytest.importorskip("websockets")
 

@@ -20,13 +20,13 @@ import textwrap
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.scripted import Pause, ScriptedServer
+from tests.support.paths import REPO
+from tests.support.scripted_server import Pause, ScriptedServer
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("uvicorn")
@@ -101,13 +101,6 @@ def _wait_for(port: int, ok: object, timeout: float) -> dict[tuple[str, str], fl
     raise AssertionError(f"not within {timeout} s; last scrape: {last}")
 
 
-@pytest.fixture
-def scripted() -> Iterator[ScriptedServer]:
-    server = ScriptedServer().start()
-    yield server
-    server.close()
-
-
 def _command(kind: str, app_port: int) -> list[str]:
     bindir = Path(sys.executable).parent
     if kind == "gunicorn":
@@ -136,10 +129,9 @@ def test_a_killed_worker_stops_counting_and_a_restart_starts_clean(
     mp_dir.mkdir()
     holding.mkdir()
     app_port, metrics_port = _free_port(), _free_port()
-    root = str(Path(__file__).resolve().parents[2])
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": os.pathsep.join([str(tmp_path), root]),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
         "PROMETHEUS_MULTIPROC_DIR": str(mp_dir),
         "OTELSTREAM_PROMETHEUS_PORT": str(metrics_port),
         "OTELSTREAM_STALL_THRESHOLD_S": "0.5",

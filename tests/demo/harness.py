@@ -1,4 +1,4 @@
-"""Helpers for the fake provider's tests (a uniquely named module: test directories have no __init__)."""
+"""The fake provider tests' harness: tagged requests, their records, the SSE bodies it served."""
 
 from __future__ import annotations
 

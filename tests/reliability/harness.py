@@ -1,4 +1,4 @@
-"""Shared helpers for the reliability suite: the body corpus, the byte-level mutator, report validity checks."""
+"""The reliability suite's harness: the body corpus, the byte-level mutator, report validity checks, run figures."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from pathlib import Path
 
 from otelstream import names
 from otelstream.core.report import StreamReport
+from tests.support.paths import CAPTURES, FIXTURES, REPO
 
-REPO = Path(__file__).resolve().parents[2]
-CAPTURES = REPO.parent / "shared" / "captures"
-FIXTURES = REPO / "tests" / "fixtures" / "streams"
 EXAMPLES = REPO / "otelstream" / "examples"
 
 # OTELSTREAM_RELIABILITY_SCALE=10 runs ten times the default counts (long local runs); CI runs the default.

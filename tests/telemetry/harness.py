@@ -1,5 +1,5 @@
-"""Helpers for the telemetry tests: the pipeline under test, the streams the real SDKs consume, exact expectations
-(a uniquely named module: test directories have no __init__)."""
+"""The telemetry tests' harness: the pipeline under test, the streams the real SDKs consume (clients from
+tests/support/clients.py), exact expectations."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
-import openai
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,6 +21,7 @@ from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing
 from otelstream.demo.provider import FakeProvider
+from tests.support.clients import client_for
 
 TOKENS = 6  # every stream carries exactly this many output words (deltas)
 CUT_AT = TOKENS // 2  # a broken stream delivers this many deltas before it breaks (bodies._cut_at)
@@ -149,19 +148,6 @@ def create_fn(client: Any, surface: str) -> Any:
     if surface == names.COMPLETIONS:
         return client.completions.create
     return client.messages.create
-
-
-def client_for(provider: FakeProvider, surface: str, *, is_async: bool = False, anthropic_tracing: Any = False,
-               **kw: Any) -> Any:  # fmt: skip
-    """A real SDK client on the fake provider. Anthropic's own tracing is off unless asked for: with a global SDK
-    TracerProvider installed by some other test it would otherwise make otelstream nest an INTERNAL span."""
-    kw.setdefault("max_retries", 0)
-    kw.setdefault("timeout", 10.0)
-    if surface == names.MESSAGES:
-        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
-        return cls(**provider.anthropic_kwargs(open_telemetry=anthropic_tracing, **kw))
-    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
-    return cls(**provider.openai_kwargs(**kw))
 
 
 def consume_sync(client: Any, surface: str, outcome: str, tracer: Tracer | None = None, **headers: str) -> Seen:

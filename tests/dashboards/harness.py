@@ -1,4 +1,4 @@
-"""Helpers for the dashboard and rule tests: reading the shipped files, PromQL text checks, a real Prometheus."""
+"""The dashboard and rule tests' harness: reading the shipped files, PromQL text checks, a real Prometheus."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from otelstream import names
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = REPO / "dashboards"
 GRAFANA_DIR = DASHBOARDS / "grafana"
 RULES_FILE = DASHBOARDS / "prometheus" / "otelstream.rules.yml"

@@ -1,4 +1,4 @@
-"""Helpers for the export tests: a driven clock, a fake tracker, report builders, a stream runner."""
+"""The export tests' harness: a driven clock, a fake tracker, report builders, a stream runner."""
 
 from __future__ import annotations
 

@@ -1,36 +1,18 @@
-"""Fixtures: adapters installed with a recording listener; real SDK clients over httpx2.MockTransport."""
+"""Real SDK clients for the tests: over httpx2.MockTransport serving the canned bodies (``bodies.Server``), or on
+the demo's fake provider."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx2
 import openai
-import pytest
 
-from otelstream import adapters
-from tests.adapters.bodies import Server
-from tests.adapters.recording import RecordingListener
-from tests.sdk_features import OPENAI_HTTP
-
-
-@pytest.fixture
-def rec() -> Iterator[RecordingListener]:
-    listener = RecordingListener()
-    adapters.install(listener)
-    try:
-        yield listener
-    finally:
-        adapters.uninstall()
-
-
-def iterator_kind(stream: object) -> str:
-    """Which generator feeds an SDK stream: "observed" (ours around the SDK's), or "sdk" (not observed)."""
-    it = stream.__dict__.get("_iterator")
-    code = getattr(it, "gi_code", None) or getattr(it, "ag_code", None)
-    name = getattr(code, "co_name", "")
-    return "observed" if name.startswith("observe_") else "sdk"
+from otelstream import names
+from otelstream.demo.provider import FakeProvider
+from tests.support.bodies import Server
+from tests.support.sdk_features import OPENAI_HTTP
 
 
 def openai_client(server: Server | None = None, **kwargs: object) -> openai.OpenAI:
@@ -59,3 +41,16 @@ def async_anthropic_client(server: Server | None = None, **kwargs: object) -> an
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
     return anthropic.AsyncAnthropic(api_key="sk-test", base_url="http://mock.test", http_client=http,
                                     max_retries=kwargs.pop("max_retries", 0), **kwargs)  # type: ignore[arg-type]
+
+
+def client_for(provider: FakeProvider, surface: str, *, is_async: bool = False, anthropic_tracing: Any = False,
+               **kw: Any) -> Any:  # fmt: skip
+    """A real SDK client on the fake provider. Anthropic's own tracing is off unless asked for: with a global SDK
+    TracerProvider installed by some other test it would otherwise make otelstream nest an INTERNAL span."""
+    kw.setdefault("max_retries", 0)
+    kw.setdefault("timeout", 10.0)
+    if surface == names.MESSAGES:
+        cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
+        return cls(**provider.anthropic_kwargs(open_telemetry=anthropic_tracing, **kw))
+    cls = openai.AsyncOpenAI if is_async else openai.OpenAI
+    return cls(**provider.openai_kwargs(**kw))

@@ -1,5 +1,4 @@
-"""Helpers for driving the tracker by hand: a fake monotonic clock and a one-call stream runner (imported by the
-tests in this folder as `corehelpers`; pytest puts the folder on sys.path)."""
+"""The core tests' harness for driving the tracker by hand: a fake monotonic clock and a one-call stream runner."""
 
 from __future__ import annotations
 
