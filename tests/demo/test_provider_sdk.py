@@ -18,8 +18,8 @@ from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.provider import FakeProvider
 from tests.demo.harness import TAG_HEADER, record_for, tag
+from tests.support.surfaces import SSE_SURFACES
 
-SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 CASES = [(s, f) for f in F.SERVER_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]
 
 

@@ -22,8 +22,8 @@ from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing, Pause, script
 from otelstream.demo.provider import FakeProvider, serve
 from tests.demo.harness import TAG_HEADER, payloads, record_for, sse_blocks, tag
+from tests.support.surfaces import SSE_SURFACES
 
-SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.OVERLOADED, F.NO_HEADERS)]
 CASES = [(s, f) for f in BODY_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]
 PATHS = {

@@ -26,9 +26,9 @@ from otelstream.core.tracker import StreamTracker
 from tests.support import bodies
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
+from tests.support.surfaces import SSE_SURFACES
 
 MSGS: Any = [{"role": "user", "content": "x"}]
-SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 EXTRA = [
     bodies.KEEPALIVE,
     b'event: ping\ndata: {"type": "ping"}\n\n',
@@ -51,7 +51,7 @@ def _pool(surface: str) -> list[bytes]:
     return pool + EXTRA
 
 
-POOLS = {s: _pool(s) for s in SURFACES}
+POOLS = {s: _pool(s) for s in SSE_SURFACES}
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Case:
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
-    surface = draw(st.sampled_from(SURFACES))
+    surface = draw(st.sampled_from(SSE_SURFACES))
     pool = POOLS[surface]
     idx = draw(st.lists(st.integers(0, len(pool) - 1), max_size=14))
     return Case(

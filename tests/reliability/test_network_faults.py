@@ -26,10 +26,10 @@ from otelstream.demo.provider import serve
 from tests.reliability.harness import FIGURES
 from tests.support.instrumented import Instrumented, instrumented, outcome_of
 from tests.support.raw_server import DRIP, FAULT, raw_server
+from tests.support.surfaces import SSE_SURFACES
 
 PACING = Pacing(ttfd_s=0.005, gap_s=0.001, pause_s=0.08, no_headers_s=5.0)
 TIMEOUT = httpx2.Timeout(10.0, read=2.0)  # no_headers and the silent server end on this read timeout
-SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 # ~300 bytes (the slow-drip case sends it one byte per 100 ms)
 RESP_BODY = (
     b'data: {"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m"}}\n\n'

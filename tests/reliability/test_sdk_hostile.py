@@ -18,7 +18,6 @@ import pytest
 from otelstream import names
 from tests.reliability.harness import FIGURES, corpus_files, event_boundaries, label, mutations, scaled
 from tests.support.body_clients import (
-    SSE_SURFACES,
     AsyncBodies,
     AsyncClients,
     Bodies,
@@ -28,6 +27,7 @@ from tests.support.body_clients import (
     surface_of,
 )
 from tests.support.instrumented import instrumented, outcome_of
+from tests.support.surfaces import SSE_SURFACES
 
 # Outcomes a stream can end in when the caller read it to the end (no close, no cancellation).
 READ_TO_END = frozenset({names.COMPLETED, names.INCOMPLETE, names.FAILED, names.ERROR, names.CUT})

@@ -16,8 +16,6 @@ import openai
 
 from otelstream import names
 
-SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
-
 
 def surface_of(path: Path) -> str | None:
     """The surface a corpus body was recorded on (captures by folder, fixtures by name prefix)."""

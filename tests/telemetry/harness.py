@@ -22,6 +22,7 @@ from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing
 from otelstream.demo.provider import FakeProvider
 from tests.support.clients import client_for
+from tests.support.surfaces import SSE_SURFACES
 
 TOKENS = 6  # every stream carries exactly this many output words (deltas)
 CUT_AT = TOKENS // 2  # a broken stream delivers this many deltas before it breaks (bodies._cut_at)
@@ -34,7 +35,6 @@ MODELS = {
     names.COMPLETIONS: "gpt-3.5-turbo-instruct",
     names.MESSAGES: "claude-sonnet-4-5",
 }
-SSE_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
 # outcome -> the fault that produces it ("abandoned": a healthy stream the caller closes early)
 FAULT_FOR = {
     names.COMPLETED: F.OK,

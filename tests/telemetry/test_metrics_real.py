@@ -14,10 +14,10 @@ from otelstream.demo import faults as F
 from otelstream.demo.exchange import PAUSE_HEADER
 from otelstream.demo.provider import FakeProvider
 from tests.support.clients import client_for
+from tests.support.surfaces import SSE_SURFACES
 from tests.telemetry.harness import (
     FAULT_FOR,
     MODELS,
-    SSE_SURFACES,
     Telemetry,
     consume_sync,
     create_fn,

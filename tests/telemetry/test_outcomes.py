@@ -14,11 +14,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otelstream import names
 from otelstream.demo.provider import FakeProvider
 from tests.support.clients import client_for
+from tests.support.surfaces import SSE_SURFACES
 from tests.telemetry.harness import (
     CUT_AT,
     FAULT_FOR,
     MODELS,
-    SSE_SURFACES,
     TOKENS,
     Seen,
     Telemetry,
