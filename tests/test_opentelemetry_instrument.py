@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from otelstream.demo.provider import FakeProvider, serve
+from tests.support.paths import REPO
 
 pytest.importorskip("opentelemetry.distro")
 trace_pb2 = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
@@ -101,7 +102,7 @@ def _launch(tmp_path: Path, receiver: _Receiver, provider: FakeProvider, **extra
     (tmp_path / "app.py").write_text(APP)
     env = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(REPO),
         # the README's environment, exactly
         "OTEL_SERVICE_NAME": "checkout",
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_address[1]}",
@@ -155,7 +156,7 @@ NO_PROVIDER = textwrap.dedent(
 def test_no_sdk_tracer_provider_is_said_once_with_what_to_set() -> None:
     """Without opentelemetry-distro nothing exported the spans, and nothing said so."""
     out = subprocess.run([sys.executable, "-c", NO_PROVIDER], capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
                               "OTELSTREAM_PROMETHEUS_METRICS": "false"})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("no OpenTelemetry SDK TracerProvider") == 1, out.stderr
