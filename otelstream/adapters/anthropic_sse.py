@@ -25,7 +25,6 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
@@ -46,7 +45,7 @@ from otelstream.adapters.calls import (
     watch,
 )
 from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
-from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper
+from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
     header,
@@ -262,43 +261,16 @@ def _take(instance: Any) -> Call | None:
 _stream = stream_wrapper(_take, classify, "anthropic.stream")
 
 
-def _pings_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
-    """Each SSE frame as the SDK's decoder yields it: stamped, pings counted; passed on unchanged."""
-    tracker = call.tracker
-    clock = tracker.clock
-    for sse in gen:
-        tracker.t_frame = clock()
-        if sse.event == "ping":
-            try:
-                tracker.keepalive()
-            except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
-                _guard.report("anthropic.ping", exc)
-        yield sse
-
-
-async def _pings_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
-    tracker = call.tracker
-    clock = tracker.clock
-    async for sse in agen:
-        tracker.t_frame = clock()
-        if sse.event == "ping":
-            try:
-                tracker.keepalive()
-            except Exception as exc:
-                _guard.report("anthropic.ping", exc)
-        yield sse
-
-
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return gen if call is None else _pings_sync(gen, call)
+    return gen if call is None else tap_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return agen if call is None else _pings_async(agen, call)
+    return agen if call is None else tap_async(agen, call)
 
 
 _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)

@@ -104,7 +104,7 @@ class Call:
     """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
 
     __slots__ = (
-        "attempts", "bound", "generation", "listener", "observed", "sending", "sse_name", "tracker", "watcher"
+        "attempts", "bound", "frame", "generation", "listener", "observed", "sending", "tracker", "watcher"
     )  # fmt: skip
 
     def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
@@ -116,7 +116,7 @@ class Call:
         self.bound = False  # a Stream was built for it
         self.observed = UNOBSERVED  # OBSERVED: the SDK's generator is wrapped and its raw SSE tapped at _iter_events
         self.watcher: _Watch | None = None
-        self.sse_name: str | None = None  # openai streams: the SSE `event:` of the item being parsed
+        self.frame: Any = None  # the SDK's SSE frame of the item being built (observing.tap_sync / tap_async)
 
 
 def bind_to(obj: Any, call: Call) -> None:

@@ -1,6 +1,12 @@
 """The observing generators (the hot path): around the SDK's own ``__stream__`` generator, each pull is timed, each
 item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended (``ending``).
-The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` / ``observe_async``."""
+The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` / ``observe_async``.
+
+Around the SDK's SSE decoder (``_iter_events``, both SDKs) ``tap_sync`` / ``tap_async`` stamp each frame as it is
+decoded and keep it: nothing of the frame is read per event. A frame the SDK built no item from (its stamp still
+pending when the next frame comes, or at the end) is read once, in ``frame_dropped``: ``data: [DONE]`` (openai stops
+there), a ping (anthropic skips them) or an event the SDK does not know. Its ``event:`` name is read by the tracker
+only for an event off its flat path (an untyped lifecycle event a gateway sent is classified by it)."""
 
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterat
         tracker.first_pull(clock())
         for item in gen:
             try:
-                tracker.event(item, call.sse_name)
+                tracker.event(item, call.frame)
             except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
                 _guard.report("adapters.event", exc)
             yield item
@@ -39,11 +45,50 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
         tracker.first_pull(clock())
         async for item in agen:
             try:
-                tracker.event(item, call.sse_name)
+                tracker.event(item, call.frame)
             except Exception as exc:
                 _guard.report("adapters.event", exc)
             yield item
             tracker.t_pull = clock()
+
+
+def tap_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
+    """Each SSE frame as the SDK's decoder yields it: stamped (the end of the wait, before the SDK parses its JSON and
+    builds the model) and kept for the item the SDK builds from it; passed on unchanged."""
+    tracker = call.tracker
+    clock = tracker.clock
+    for sse in gen:
+        if tracker.t_frame:
+            frame_dropped(call)
+        tracker.t_frame = clock()
+        call.frame = sse
+        yield sse
+
+
+async def tap_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
+    tracker = call.tracker
+    clock = tracker.clock
+    async for sse in agen:
+        if tracker.t_frame:
+            frame_dropped(call)
+        tracker.t_frame = clock()
+        call.frame = sse
+        yield sse
+
+
+def frame_dropped(call: Call) -> None:
+    """The SDK built no item from the last frame (its stamp is pending): ``[DONE]``, a ping, or an event it skips."""
+    tracker = call.tracker
+    at = tracker.t_frame
+    tracker.t_frame = 0  # the next event's wait ends at its own frame
+    try:
+        frame = call.frame
+        if str(getattr(frame, "data", "")).startswith("[DONE]"):
+            tracker.done_sentinel(at)
+        elif getattr(frame, "event", None) == "ping":
+            tracker.keepalive()
+    except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
+        _guard.report("adapters.frame", exc)
 
 
 class ending:
@@ -62,6 +107,8 @@ class ending:
         return None
 
     def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.call.tracker.t_frame:  # the last frame made no item: openai's loop stops at `[DONE]`
+            frame_dropped(self.call)
         if exc is None:
             finish(self.call, "eof")
         elif isinstance(exc, GeneratorExit):

@@ -23,7 +23,6 @@ Patch points (file:line refs are openai 3.57, ``site-packages/openai``):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
@@ -43,7 +42,7 @@ from otelstream.adapters.calls import (
     watch,
 )
 from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
-from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper
+from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
     header,
@@ -295,45 +294,16 @@ def _bind(stream: Any, known: Call | None = None) -> Call | None:
 _stream = stream_wrapper(_bind, classify, "openai.stream")
 
 
-def _raw_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
-    """Each SSE frame as the SDK's decoder yields it: stamped, named, ``[DONE]`` seen; passed on unchanged."""
-    tracker = call.tracker
-    clock = tracker.clock
-    for sse in gen:
-        tracker.t_frame = clock()
-        call.sse_name = sse.event
-        if sse.data.startswith("[DONE]"):
-            try:
-                tracker.done_sentinel()
-            except Exception as exc:
-                _guard.report("openai.done", exc)
-        yield sse
-
-
-async def _raw_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
-    tracker = call.tracker
-    clock = tracker.clock
-    async for sse in agen:
-        tracker.t_frame = clock()
-        call.sse_name = sse.event
-        if sse.data.startswith("[DONE]"):
-            try:
-                tracker.done_sentinel()
-            except Exception as exc:
-                _guard.report("openai.done", exc)
-        yield sse
-
-
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return gen if call is None else _raw_sync(gen, call)
+    return gen if call is None else tap_sync(gen, call)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return agen if call is None else _raw_async(agen, call)
+    return agen if call is None else tap_async(agen, call)
 
 
 def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from typing import Any
+from typing import Any, Protocol
 
 from otelstream import names
 from otelstream.core import errors, protocols
@@ -67,6 +67,13 @@ _FAST_BY_SURFACE = {
 # end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
 # lock makes "first call wins" exact. It is taken once per stream, never per event.
 _END_LOCK = threading.Lock()
+
+
+class Frame(Protocol):
+    """An SSE frame as an SDK's decoder yields it (read only for its ``event:`` name)."""
+
+    @property
+    def event(self) -> str | None: ...
 
 
 class StreamTracker(StreamState):
@@ -112,11 +119,13 @@ class StreamTracker(StreamState):
         self._fast_code = _FAST_BY_SURFACE.get(start.surface, 0)
 
     # --- hot path ------------------------------------------------------------------------------------------
-    def event(self, ev: Any, name: str | None = None) -> None:
+    def event(self, ev: Any, name: str | Frame | None = None) -> None:
         """One parsed event reached the caller: the decoded JSON it was built from, or the SDK's model of it. ``name``
-        is the SSE ``event:`` field when the layer sees it. The pull's wait ended when the adapter's tap stamped the
-        decoding of its frame (``t_frame``); the time from then to now was the SDK's own work on it (JSON, model),
-        neither wait nor the caller's. Without a stamp (WebSocket, offline) the wait ends now.
+        is the SSE ``event:`` field when the layer sees it, or the SSE frame the event came from (its ``event`` is read
+        only off the flat path: a property read per event would cost more than the flat path itself). The pull's wait
+        ended when the adapter's tap stamped the decoding of its frame (``t_frame``); the time from then to now was the
+        SDK's own work on it (JSON, model), neither wait nor the caller's. Without a stamp (WebSocket, offline) the
+        wait ends now.
 
         Every statement here costs the caller on every event (on the order of 50 machine instructions per bytecode),
         so the common case, an event carrying a plain delta in order mid-stream, takes a flat path: it checks its few
@@ -207,10 +216,14 @@ class StreamTracker(StreamState):
         else:
             self._chunk_counts[0] += 1  # type: ignore[index]
 
-    def _event(self, ev: Any, name: str | None, now: int, frame: int) -> None:
+    def _event(self, ev: Any, name: str | Frame | None, now: int, frame: int) -> None:
         """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``)."""
         if self.ended:
             return
+        if name is not None and type(name) is not str:
+            name = getattr(name, "event", None)
+            if type(name) is not str:
+                name = None
         self._wait_ended(frame)
         if not self.t_first_event:
             self.t_first_event = now
@@ -288,12 +301,12 @@ class StreamTracker(StreamState):
         if not self.ended:
             self.keepalives += count
 
-    def done_sentinel(self) -> None:
-        """``data: [DONE]`` was seen."""
+    def done_sentinel(self, at: int | None = None) -> None:
+        """``data: [DONE]`` was seen (``at``: when its frame was decoded, if not now)."""
         if self.ended:
             return
         self.done_seen = True
-        now = self.t_last_ns = self.clock()  # arrived during a wait: activity, but not an event
+        now = self.t_last_ns = self.clock() if at is None else at  # arrived during a wait: activity, not an event
         surface = self.surface
         if surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
             self.anomaly(names.ANOM_TRAILING_DONE, "[DONE] after the terminal event" if self.terminal else "[DONE]")

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import time
+from typing import Any
 
+import httpx2
 import openai
 import pytest
 
@@ -214,7 +217,6 @@ def test_anthropic_request_preparation_is_not_in_ttfd(rec: RecordingListener, is
 def test_stopping_the_program_before_the_headers_is_a_cancel_not_an_http_error(rec: RecordingListener) -> None:
     """SystemExit (a shutdown handler) or Ctrl-C while create() waits for the headers: the caller stopped, the
     provider did not fail; the same as when it happens mid-stream."""
-    import httpx2
 
     for stop in (SystemExit, KeyboardInterrupt):
 
@@ -255,3 +257,34 @@ def test_a_patch_module_the_release_lacks_is_told_apart_from_one_not_imported_ye
     lazy = next(name for name in unimported if name not in sys.modules)
     assert not module_absent(lazy)
     assert lazy not in sys.modules  # looked up, not imported
+
+
+def _sse_server(body: bytes, http: Any = httpx2) -> Any:
+    """A MockTransport handler of the SDK's HTTP library answering every request with ``body``."""
+
+    def serve(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return serve
+
+
+def test_frames_the_sdk_drops_are_read_once_even_last(rec: RecordingListener) -> None:
+    """A frame the SDK builds no item from is read when the next frame comes, or at the end: a ping just before EOF
+    is still counted, and `[DONE]` as openai's last frame still ends a chat stream."""
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+             "content": [], "model": "claude-test", "usage": {"input_tokens": 3, "output_tokens": 0}}}  # fmt: skip
+    body = b"".join(f"event: {k}\ndata: {json.dumps(v)}\n\n".encode() for k, v in (
+        ("message_start", start), ("ping", {"type": "ping"}), ("ping", {"type": "ping"})))  # fmt: skip
+    list(anthropic_client(_sse_server(body)).messages.create(model="claude-test", max_tokens=5, messages=MSGS,
+                                                            stream=True))  # fmt: skip
+    r = rec.one()
+    assert (r.outcome, r.keepalives, r.events) == (names.CUT, 2, 1)
+
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}  # fmt: skip
+    body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+    client = openai_client(_sse_server(body, OPENAI_HTTP))
+    list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True))
+    r = rec.reports[-1]
+    assert (r.outcome, r.done_sentinel, r.deltas) == (names.COMPLETED, True, 1)
+    assert names.ANOM_MISSING_FINISH_REASON in {a.kind for a in r.anomalies}
