@@ -1,5 +1,5 @@
 """The observing generators (the hot path): around the SDK's own ``__stream__`` generator, each pull is timed, each
-item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended (``ending``).
+item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended (``_StreamEnd``).
 The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` / ``observe_async``.
 
 Around the SDK's SSE decoder (``_iter_events``, both SDKs) ``tap_sync`` / ``tap_async`` stamp each frame as it is
@@ -24,10 +24,10 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
-    ended (``ending``)."""
+    ended (``_StreamEnd``)."""
     tracker = call.tracker
     clock = tracker.clock
-    with ending(call, classify):
+    with _StreamEnd(call, classify):
         tracker.first_pull(clock())
         for item in gen:
             try:
@@ -41,7 +41,7 @@ def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterat
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
-    with ending(call, classify):
+    with _StreamEnd(call, classify):
         tracker.first_pull(clock())
         async for item in agen:
             try:
@@ -91,7 +91,7 @@ def frame_dropped(call: Call) -> None:
         _guard.report("adapters.frame", exc)
 
 
-class ending:
+class _StreamEnd:
     """Around the body of an observing generator: how the body ends is how the stream ended. ``GeneratorExit``: the
     generator was closed, which happens only when the caller's stream is collected (``Stream.close()`` closes the
     body, not the generator: research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other
