@@ -9,12 +9,16 @@ fields, NaN usage become anomalies).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from otelstream import names
 from otelstream.core.report import Anomaly, Stall, StreamReport, StreamStart
 
 Clock = Callable[[], int]
+# one wire protocol's reading of an event (``core/protocols/``): (the stream's state, the event's field dict, its SSE
+# name, the event itself: for fields an SDK model keeps as extras) -> DELTA, OTHER or KEEPALIVE
+Observer = Callable[["StreamState", dict[str, Any], "str | None", object], int]
 
 # outcome ranks for precedence: error > failed > incomplete > completed
 RANK_NONE, RANK_COMPLETED, RANK_INCOMPLETE, RANK_FAILED, RANK_ERROR = 0, 1, 2, 3, 4
@@ -36,12 +40,19 @@ _INT64_MAX = 2**63 - 1  # counts beyond this cannot be exported (OTLP and Promet
 class StreamState:
     """What one stream's tracker knows. Not thread-safe by design: one stream is consumed by one thread at a time."""
 
+    # per surface, its protocol module's observer and the tracker's flat-path code, and both for any other surface:
+    # set by the tracker's class (the protocol modules depend on this module, so it cannot import them)
+    _SURFACES: ClassVar[Mapping[str, tuple[Observer, int]]]
+    _OTHER_SURFACE: ClassVar[tuple[Observer, int]]
+
     __slots__ = (
         "_anomalies",
         "_anomaly_counts",
         "_choices_finished",
         "_chunk_counts",
         "_fast",
+        "_fast_code",
+        "_observe",
         "_pre_pull_ns",
         "_sdk_first",
         "_seq_last_at",
@@ -206,6 +217,7 @@ class StreamState:
         self._anomaly_counts: dict[str, int] | None = None
         self._chunk_counts: list[int] | None = None  # time per output chunk: counts per bucket (sums derived)
         self._fast = 0  # the tracker's flat-path code while steady (see StreamTracker.event); 0 turns it off
+        self._observe, self._fast_code = self._SURFACES.get(self.surface, self._OTHER_SURFACE)
 
     @property
     def deltas(self) -> int:

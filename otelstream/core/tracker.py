@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from otelstream import names
 from otelstream.core import errors, protocols
@@ -35,8 +35,8 @@ from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
 from otelstream.core.ending import build_report, final_anomalies
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
-from otelstream.core.report import Stall, StreamReport, StreamStart
-from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Clock, StreamState
+from otelstream.core.report import Stall, StreamReport
+from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Observer, StreamState
 
 # how a stream ended, when no terminal condition decides the outcome
 _END_OUTCOME = {
@@ -79,44 +79,12 @@ class Frame(Protocol):
 class StreamTracker(StreamState):
     """Measures one stream. Not thread-safe by design: one stream is consumed by one thread at a time."""
 
-    __slots__ = (
-        "__weakref__",  # the export watchdog holds open streams weakly
-        "_fast_code",
-        "_observe",
-    )
+    __slots__ = ("__weakref__",)  # the export watchdog holds open streams weakly
 
-    def __init__(
-        self,
-        start: StreamStart,
-        *,
-        clock: Clock,
-        expected_choices: int | None = None,
-        usage_requested: bool | None = None,
-        starting_after: int | None = None,
-        client_filter_after: int | None = None,
-        done_observable: bool = True,
-        stall_threshold_ns: int = 30_000_000_000,
-        retries: int = 0,
-        request_id: str | None = None,
-        unobserved: frozenset[str] = frozenset(),
-    ) -> None:
-        """The arguments are ``StreamState``'s; the tracker adds the surface's protocol module and flat-path code."""
-        StreamState.__init__(
-            self,
-            start,
-            clock=clock,
-            expected_choices=expected_choices,
-            usage_requested=usage_requested,
-            starting_after=starting_after,
-            client_filter_after=client_filter_after,
-            done_observable=done_observable,
-            stall_threshold_ns=stall_threshold_ns,
-            retries=retries,
-            request_id=request_id,
-            unobserved=unobserved,
-        )
-        self._observe = protocols.OBSERVERS.get(start.surface, protocols.observe_unknown)
-        self._fast_code = _FAST_BY_SURFACE.get(start.surface, 0)
+    _SURFACES: ClassVar[dict[str, tuple[Observer, int]]] = {
+        surface: (protocols.OBSERVERS[surface], code) for surface, code in _FAST_BY_SURFACE.items()
+    }
+    _OTHER_SURFACE = (protocols.observe_unknown, 0)
 
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | Frame | None = None) -> None:

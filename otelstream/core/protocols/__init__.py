@@ -9,7 +9,6 @@ sequence numbers, anomalies) through the methods of the per-stream state (``core
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
@@ -19,10 +18,7 @@ from otelstream.core.protocols.messages import observe_messages
 from otelstream.core.protocols.responses import observe_responses
 
 if TYPE_CHECKING:
-    from otelstream.core.state import StreamState
-
-# (tracker, the event's field dict, its SSE name, the event itself: for fields an SDK model keeps as extras)
-Observer = Callable[["StreamState", dict[str, Any], "str | None", object], int]
+    from otelstream.core.state import Observer, StreamState
 
 
 def observe_unknown(tracker: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
@@ -38,4 +34,4 @@ OBSERVERS: dict[str, Observer] = {
     names.MESSAGES: observe_messages,
 }
 
-__all__ = ["DELTA", "KEEPALIVE", "OBSERVERS", "OTHER", "Observer", "observe_unknown"]
+__all__ = ["DELTA", "KEEPALIVE", "OBSERVERS", "OTHER", "observe_unknown"]
