@@ -9,12 +9,12 @@ import sys
 import threading
 import types
 from collections.abc import AsyncIterator, Iterator
-from types import ModuleType
 from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
 from otelstream import _guard
+from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import UNOBSERVED, Call, finish
 from otelstream.adapters.observing import observe_async, observe_sync
 
@@ -86,20 +86,12 @@ def bind_response(call: Call, response: Any) -> None:
         if isinstance(body, _BodyBase):
             return
         lib = type(response).__module__.partition(".")[0]
-        kinds = _BODY_KINDS.get(lib) or (_adopt_httpx() if lib == "httpx" else None)
-        if kinds is None:
+        if lib not in _ADOPTED and not (lib == "httpx" and _adopt_httpx()):
             return  # another client library: no close hook; the watch and the idle fallback cover it
-        sync_kind, async_kind, body_sync, body_async, body_both = kinds
-        is_sync = isinstance(body, sync_kind)
-        is_async = isinstance(body, async_kind)
-        # keep the byte-stream kind: httpx2.Response.close/aclose check it (httpx2/_models.py:976, :1080; httpx's
-        # the same), and so does anthropic's tracing wrapper (anthropic/_tracing.py:628-636)
-        if is_sync and is_async:
-            response.stream = body_both(body, call)
-        elif is_sync:
-            response.stream = body_sync(body, call)
-        elif is_async:
-            response.stream = body_async(body, call)
+        # of the body's byte-stream kind: httpx2.Response.close/aclose and anthropic's tracing check it
+        wrapped = wrap_body(lib, body, _SyncBody, _AsyncBody, call)
+        if wrapped is not None:
+            response.stream = wrapped
 
 
 class _BodyBase:
@@ -145,52 +137,28 @@ class _AsyncBody(_BodyBase):
         await self._otelstream_body.aclose()
 
 
-class _BothBody(_SyncBody):
-    __aiter__ = _AsyncBody.__aiter__
-    aclose = _AsyncBody.aclose
-
-
-BodyKinds = tuple[type, type, type, type, type]  # the library's sync and async kinds, our sync, async and both bodies
-
-
-def _body_kinds(lib: ModuleType) -> BodyKinds:
-    """Our body wrappers as real subclasses of one client library's byte-stream kinds, so that its and anthropic's
-    isinstance checks hold."""
-    sync_kind, async_kind = lib.SyncByteStream, lib.AsyncByteStream
-    name = lib.__name__
-    return (
-        sync_kind,
-        async_kind,
-        type(f"{name}Body", (_SyncBody, sync_kind), {"__module__": __name__}),
-        type(f"{name}AsyncBody", (_AsyncBody, async_kind), {"__module__": __name__}),
-        type(f"{name}BothBody", (_BothBody, sync_kind, async_kind), {"__module__": __name__}),
-    )
-
-
-# per client library (its top-level package name): httpx2, both SDKs' client; httpx, openai 2.x's, adopted when the
-# first response of it is bound (it need not be installed)
-_BODY_KINDS: dict[str, BodyKinds] = {"httpx2": _body_kinds(httpx2)}
+# the client libraries (top-level package names) whose bodies get the close hook: httpx2, both SDKs' client; httpx,
+# openai 2.x's, adopted when the first response or exception of it is met (it need not be installed)
+_ADOPTED = {"httpx2"}
 _BYTE_STREAMS: tuple[type, ...] = (httpx2.SyncByteStream, httpx2.AsyncByteStream)
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, httpx2.StreamError)
 
 
-def _adopt_httpx() -> BodyKinds | None:
+def _adopt_httpx() -> bool:
     """The legacy ``httpx`` (openai 2.x reads its streams with it), met in a response or an exception: the same body
-    hooks, iteration codes and transport errors for its classes, made once per process."""
+    hooks, iteration codes and transport errors for its classes, once per process. False when it is not imported."""
     httpx = sys.modules.get("httpx")
     if httpx is None:
-        return None
+        return False
     global _BYTE_STREAMS, _TRANSPORT_ERRORS
     with _ADOPT_LOCK:
-        kinds = _BODY_KINDS.get("httpx")
-        if kinds is None:
-            kinds = _body_kinds(httpx)
+        if "httpx" not in _ADOPTED:
             _ITERATION_CODES.update((httpx.Response.iter_raw.__code__, httpx.Response.aiter_raw.__code__))
             _RESPONSE_CLOSE_CODES.update((httpx.Response.close.__code__, httpx.Response.aclose.__code__))
             _BYTE_STREAMS = (*_BYTE_STREAMS, httpx.SyncByteStream, httpx.AsyncByteStream)
             _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, httpx.TransportError, httpx.StreamError)
-            _BODY_KINDS["httpx"] = kinds
-    return kinds
+            _ADOPTED.add("httpx")
+    return True
 
 
 _ADOPT_LOCK = threading.Lock()
@@ -216,7 +184,7 @@ def classify_common(exc: BaseException) -> tuple[str, str | None] | None:
         return "transport_error", None
     if isinstance(exc, _TRANSPORT_ERRORS):
         return "transport_error", None
-    if type(exc).__module__.startswith("httpx.") and "httpx" not in _BODY_KINDS and _adopt_httpx() is not None:
+    if type(exc).__module__.startswith("httpx.") and "httpx" not in _ADOPTED and _adopt_httpx():
         return classify_common(exc)
     return None
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from otelstream import _guard, names
+from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import finish, watch
 from otelstream.adapters.ending import is_cancel
 from otelstream.adapters.http_decoding import Observed, inflater
@@ -36,17 +37,11 @@ def attach(obs: Observed, response: Any) -> None:
             obs.inflate = inflater(coding)
         except LookupError:
             return  # a coding the client did not advertise: it cannot decode the body either
-    body = response.stream
-    classes = _body_classes(type(response).__module__.partition(".")[0])
-    if classes is None:
+    # of the body's byte-stream kind: the client reads and closes it by that kind
+    wrapped = wrap_body(type(response).__module__.partition(".")[0], response.stream, _SyncBody, _AsyncBody, obs)
+    if wrapped is None:
         return
-    sync_cls, async_cls, sync_base, async_base = classes
-    if isinstance(body, sync_base):
-        response.stream = sync_cls(body, obs)
-    elif isinstance(body, async_base):
-        response.stream = async_cls(body, obs)
-    else:
-        return
+    response.stream = wrapped
     obs.wrapped = True
     call = obs.call
     call.bound = True
@@ -155,30 +150,6 @@ class _AsyncBody(_Forward):
     async def aclose(self) -> None:
         _closed(self._otelstream_obs)
         await self._otelstream_body.aclose()
-
-
-_CLASSES: dict[str, tuple[type, type, type, type] | None] = {}
-
-
-def _body_classes(module_name: str) -> tuple[type, type, type, type] | None:
-    """Our body wrappers as real subclasses of this client library's byte-stream kinds (its ``isinstance`` checks
-    decide how a response is read and closed), made once per library."""
-    try:
-        return _CLASSES[module_name]
-    except KeyError:
-        pass
-    found: tuple[type, type, type, type] | None = None
-    import sys
-
-    module = sys.modules.get(module_name)
-    sync_base = getattr(module, "SyncByteStream", None)
-    async_base = getattr(module, "AsyncByteStream", None)
-    if isinstance(sync_base, type) and isinstance(async_base, type):
-        sync_cls = type("ObservedSyncBody", (_SyncBody, sync_base), {"__module__": __name__})
-        async_cls = type("ObservedAsyncBody", (_AsyncBody, async_base), {"__module__": __name__})
-        found = (sync_cls, async_cls, sync_base, async_base)
-    _CLASSES[module_name] = found
-    return found
 
 
 def read_already(obs: Observed, response: Any) -> None:
