@@ -25,8 +25,10 @@ The answer's body is observed by ``http_body`` (the wrapper of its byte stream, 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from otelstream import _guard, names
@@ -37,6 +39,7 @@ from otelstream.adapters._patch import (
     SEND_SCOPES_SYNC,
     T_REQUEST_MEASURES,
     Patch,
+    Wrapper,
 )
 from otelstream.adapters.calls import CURRENT, KEY, OBSERVED, RUNTIME, begin_call, finish
 from otelstream.adapters.ending import is_cancel
@@ -172,83 +175,73 @@ def _send_failed(obs: Observed, exc: BaseException) -> None:
             finish(obs.call, "http_error")
 
 
-def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if CURRENT.get() is not None:
-        return http_send(wrapped, instance, args, kwargs)  # an SDK adapter's call: it owns the stream
-    if not STATE.enabled:
-        return wrapped(*args, **kwargs)
-    request = args[0] if args else kwargs.get("request")
-    found = obs = None
-    with _guard.guard("http_streams.begin"):
-        found = _classify(request)
-        if found is not None and found[1] is not None and found[1].get("stream") is True:
-            obs = _begin(request, found[0], found[1], _patch.HTTP)
-    if obs is not None:
-        return _send_observed_sync(obs, wrapped, args, kwargs)
-    if found is None or found[1] is not None:
-        return wrapped(*args, **kwargs)
-    t_send = RUNTIME.clock()  # the body did not say: the answer decides
-    response = wrapped(*args, **kwargs)
-    with _guard.guard("http_streams.late"):
-        _late(request, found[0], response, t_send, _patch.HTTP)
-    return response
+@contextlib.contextmanager
+def _sending(obs: Observed) -> Iterator[None]:
+    """Around an observed call's send: its span is current, its hops are the ones ``_hop_*`` stamp, and an exception
+    out of the send ends the call."""
+    listener = obs.call.listener
+    active: object = None
+    with _guard.guard("http_streams.activate"):
+        active = listener.activate(obs.tracker.handle)
+    token = _SENDING.set(obs)
+    try:
+        yield
+    except BaseException as exc:
+        _send_failed(obs, exc)
+        raise
+    finally:
+        _SENDING.reset(token)
+        with _guard.guard("http_streams.activate"):
+            listener.deactivate(active)
+
+
+Sender = Callable[[Observed, Any, tuple[Any, ...], dict[str, Any]], Any]
+LateSender = Callable[[Any, str, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def _send_wrapper(scope: str, observed: Sender, late: LateSender) -> Wrapper:
+    """The wrapper of ``Client.send`` or ``AsyncClient.send``: a streamed request's call (and span) starts here, on
+    the caller's thread where the caller calls ``send``, and ``observed`` sends it (the async one returns the
+    coroutine that does it when awaited); ``late`` sends a request whose body did not say whether it streams."""
+
+    def send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if CURRENT.get() is not None:
+            return http_send(wrapped, instance, args, kwargs)  # an SDK adapter's call: it owns the stream
+        if not STATE.enabled:
+            return wrapped(*args, **kwargs)
+        request = args[0] if args else kwargs.get("request")
+        found = obs = None
+        with _guard.guard("http_streams.begin"):
+            found = _classify(request)
+            if found is not None and found[1] is not None and found[1].get("stream") is True:
+                obs = _begin(request, found[0], found[1], scope)
+        if obs is not None:
+            return observed(obs, wrapped, args, kwargs)
+        if found is None or found[1] is not None:
+            return wrapped(*args, **kwargs)
+        return late(request, found[0], wrapped, args, kwargs)
+
+    return send
 
 
 def _send_observed_sync(obs: Observed, wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    listener = obs.call.listener
-    active: object = None
-    with _guard.guard("http_streams.activate"):
-        active = listener.activate(obs.tracker.handle)
-    token = _SENDING.set(obs)
-    try:
+    with _sending(obs):
         response = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _send_failed(obs, exc)
-        raise
-    finally:
-        _SENDING.reset(token)
-        with _guard.guard("http_streams.activate"):
-            listener.deactivate(active)
     _send_done(obs, response)
     return response
 
 
-def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """As ``_send_sync``; the call (and span) starts here, where the caller calls ``send``, and the coroutine
-    returned does the rest when awaited."""
-    if CURRENT.get() is not None:
-        return http_send(wrapped, instance, args, kwargs)
-    if not STATE.enabled:
-        return wrapped(*args, **kwargs)
-    request = args[0] if args else kwargs.get("request")
-    found = obs = None
-    with _guard.guard("http_streams.begin"):
-        found = _classify(request)
-        if found is not None and found[1] is not None and found[1].get("stream") is True:
-            obs = _begin(request, found[0], found[1], _patch.HTTP_ASYNC)
-    if obs is not None:
-        return _send_observed_async(obs, wrapped, args, kwargs)
-    if found is None or found[1] is not None:
-        return wrapped(*args, **kwargs)
-    return _send_late_async(request, found[0], wrapped, args, kwargs)
-
-
 async def _send_observed_async(obs: Observed, wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    listener = obs.call.listener
-    active: object = None
-    with _guard.guard("http_streams.activate"):
-        active = listener.activate(obs.tracker.handle)
-    token = _SENDING.set(obs)
-    try:
+    with _sending(obs):
         response = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        _send_failed(obs, exc)
-        raise
-    finally:
-        _SENDING.reset(token)
-        with _guard.guard("http_streams.activate"):
-            listener.deactivate(active)
     _send_done(obs, response)
+    return response
+
+
+def _send_late_sync(request: Any, surface: str, wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    t_send = RUNTIME.clock()
+    response = wrapped(*args, **kwargs)
+    _late(request, surface, response, t_send, _patch.HTTP)
     return response
 
 
@@ -256,25 +249,29 @@ async def _send_late_async(request: Any, surface: str, wrapped: Any, args: tuple
                            kwargs: dict[str, Any]) -> Any:  # fmt: skip
     t_send = RUNTIME.clock()
     response = await wrapped(*args, **kwargs)
-    with _guard.guard("http_streams.late"):
-        _late(request, surface, response, t_send, _patch.HTTP_ASYNC)
+    _late(request, surface, response, t_send, _patch.HTTP_ASYNC)
     return response
+
+
+_send_sync = _send_wrapper(_patch.HTTP, _send_observed_sync, _send_late_sync)
+_send_async = _send_wrapper(_patch.HTTP_ASYNC, _send_observed_async, _send_late_async)
 
 
 def _late(request: Any, surface: str, response: Any, t_send: int, scope: str) -> None:
     """A stream whose request body did not say so (not in memory, too large, not JSON): observed from its
     ``text/event-stream`` answer on (the span starts now; the times still count from the send). A body the caller
     already read (``send(stream=False)``) is fed at once."""
-    if not (status_ok(response) and is_sse(response)):
-        return
-    obs = _begin(request, surface, {}, scope)
-    if obs is None:
-        return
-    tracker = obs.tracker
-    tracker.t_request = tracker.t_last_ns = t_send
-    attach(obs, response)
-    if not obs.wrapped:
-        read_already(obs, response)
+    with _guard.guard("http_streams.late"):
+        if not (status_ok(response) and is_sse(response)):
+            return
+        obs = _begin(request, surface, {}, scope)
+        if obs is None:
+            return
+        tracker = obs.tracker
+        tracker.t_request = tracker.t_last_ns = t_send
+        attach(obs, response)
+        if not obs.wrapped:
+            read_already(obs, response)
 
 
 def _hop_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
