@@ -79,11 +79,12 @@ class SpanSink:
         else:
             internal = peer_span_current()
 
+        # What a sampler may decide on (the semantic conventions' attributes "at span creation") and the
+        # application's own; the rest of the request's attributes are set at the end, off the caller's thread
+        # (request_attributes): each attribute costs the caller the OTel SDK's cleaning of it.
         attrs: Attrs = {
             names.ATTR_OPERATION_NAME: start.operation,
             names.ATTR_PROVIDER_NAME: start.provider,
-            names.ATTR_REQUEST_STREAM: True,
-            names.ATTR_SURFACE: start.surface,
         }
         if start.request_model:
             attrs[names.ATTR_REQUEST_MODEL] = start.request_model
@@ -91,20 +92,6 @@ class SpanSink:
             attrs[names.ATTR_SERVER_ADDRESS] = start.server_address
         if start.server_port is not None:
             attrs[names.ATTR_SERVER_PORT] = start.server_port
-        if start.api_type:
-            attrs[names.ATTR_OPENAI_API_TYPE] = start.api_type
-        if start.resumed:
-            attrs[names.ATTR_RESUMED] = True
-        if start.stream_id is not None:
-            attrs[names.ATTR_STREAM_ID] = start.stream_id
-        if start.request_max_tokens is not None:
-            attrs[names.ATTR_REQUEST_MAX_TOKENS] = start.request_max_tokens
-        if start.request_temperature is not None:
-            attrs[names.ATTR_REQUEST_TEMPERATURE] = start.request_temperature
-        if start.request_top_p is not None:
-            attrs[names.ATTR_REQUEST_TOP_P] = start.request_top_p
-        if start.request_choice_count is not None and start.request_choice_count != 1:
-            attrs[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
         if start.attributes:
             # validated and cleaned when captured (otelstream.attribution); none uses otelstream's own namespaces
             attrs.update(start.attributes)
@@ -166,7 +153,9 @@ class SpanSink:
         span = handle.span
         if not span.is_recording():
             return
-        span.set_attributes(report_attributes(report, internal=handle.internal))
+        attrs = report_attributes(report, internal=handle.internal)
+        attrs.update(request_attributes(handle.start))
+        span.set_attributes(attrs)
         if handle.events_left > 0:
             self._add_events(report, handle)
         if report.is_bad:
@@ -181,7 +170,9 @@ class SpanSink:
         handle.ended = True
         span = handle.span
         if span.is_recording():
-            span.set_attributes({names.ATTR_OUTCOME: names.ABANDONED, names.ATTR_ABANDONED_REASON: names.ABANDON_GC})
+            attrs = request_attributes(handle.start)
+            attrs.update({names.ATTR_OUTCOME: names.ABANDONED, names.ATTR_ABANDONED_REASON: names.ABANDON_GC})
+            span.set_attributes(attrs)
             span.end()
 
     def connection_closed(self, handle: ConnectionHandle, error_type: str | None, end_wall_ns: int) -> None:
@@ -229,6 +220,22 @@ class SpanSink:
             clean_attributes(attrs)
             # Anomalies carry an event index, not a time: stamp them at the end of the stream.
             span.add_event(names.SPAN_EVENT_ANOMALY, attrs, timestamp=end_wall)
+
+
+def request_attributes(start: StreamStart) -> Attrs:
+    """The request's span attributes a sampler does not need at the span's start (no strings from server data)."""
+    a: Attrs = {names.ATTR_REQUEST_STREAM: True, names.ATTR_SURFACE: start.surface}
+    if start.api_type:
+        a[names.ATTR_OPENAI_API_TYPE] = start.api_type
+    if start.request_max_tokens is not None:
+        a[names.ATTR_REQUEST_MAX_TOKENS] = start.request_max_tokens
+    if start.request_temperature is not None:
+        a[names.ATTR_REQUEST_TEMPERATURE] = start.request_temperature
+    if start.request_top_p is not None:
+        a[names.ATTR_REQUEST_TOP_P] = start.request_top_p
+    if start.request_choice_count is not None and start.request_choice_count != 1:
+        a[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
+    return a
 
 
 def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
