@@ -10,8 +10,9 @@ process names it and the measures it feeds (``Patch.measures``, ``names.MEASURE_
 of the scopes it serves (``Patch.scopes``) reports those measures as unknown rather than wrong. The set per scope is
 computed here when a module's patches are applied; a stream reads it once, at its start (``unobserved``). A patch
 module the installed SDK does not have at all (an older release without that feature) is found missing when the SDK's
-top-level package has been imported, the same way. The scopes, and the measure sets the adapters' patch points share
-(``REQUEST_MEASURES`` & co.), are defined here once.
+top-level package has been imported, the same way. Points without which a scope is not observed at all warn once per
+scope, naming the first found: they are usually missing together (a release predating the feature). The scopes,
+and the measure sets the adapters' patch points share (``REQUEST_MEASURES`` & co.), are defined here once.
 
 A ``Patch`` may name a ``fallback`` path in the same module: the same choke point where an older release has it under
 another name (anthropic 1.x has no ``_request`` below its public ``request``). It is patched only when ``path`` does
@@ -165,8 +166,12 @@ class Patcher:
             return
         self._missing[key] = patch
         self._update_unobserved()
-        if key not in self._warned:
-            self._warned.add(key)
+        # a scope left unobserved is one WARNING however many of its points are missing (openai < 3.32 lacks all of
+        # WebSocket mode's): the others would only repeat it
+        unobserved_scope = (patch.module.partition(".")[0], " ".join(patch.scopes))
+        warn_key = unobserved_scope if names.MEASURE_STREAM in patch.measures else key
+        if warn_key not in self._warned:
+            self._warned.add(warn_key)
             logger.warning("%s", missing_message(patch))
 
     def _apply(self, module: ModuleType) -> None:
