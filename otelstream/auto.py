@@ -7,7 +7,8 @@ On import, configured from ``OTELSTREAM_*`` and the standard ``OTEL_*`` environm
    (``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), installs one
    with the exporters named there (found through the SDK's ``opentelemetry_traces_exporter`` entry points);
 3. turns on ``opentelemetry-instrumentation-httpx``'s ``HTTPX2ClientInstrumentor`` (the HTTP child span of each
-   stream span) unless ``OTELSTREAM_HTTP_SPANS=false``;
+   stream span), and its ``HTTPXClientInstrumentor`` when an installed SDK builds on ``httpx`` (openai 2.x), unless
+   ``OTELSTREAM_HTTP_SPANS=false``;
 4. serves ``/metrics`` when ``OTELSTREAM_PROMETHEUS_PORT`` is set.
 
 When something it needs is missing it logs one warning saying what to install. It never raises into the importing
@@ -16,8 +17,10 @@ program.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -98,15 +101,28 @@ def tracer_provider_from_env(missing: list[str], env: Mapping[str, str] | None =
     return provider
 
 
-def _http_spans(missing: list[str]) -> None:
+def _http_spans(missing: list[str], sdks: list[str]) -> None:
     try:
-        from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
+        from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor, HTTPXClientInstrumentor
     except ImportError:
         missing.append("opentelemetry-instrumentation-httpx >= 0.66b0 (HTTP child spans)")
         return
-    instrumentor = HTTPX2ClientInstrumentor()
-    if not instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.instrument()
+    instrumentors: list[Any] = [HTTPX2ClientInstrumentor()]
+    if any(_builds_on_httpx(sdk) for sdk in sdks):
+        instrumentors.append(HTTPXClientInstrumentor())
+    for instrumentor in instrumentors:
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.instrument()
+
+
+def _builds_on_httpx(sdk: str) -> bool:
+    """Whether the installed ``sdk`` makes its requests with httpx (openai 2.x) rather than httpx2, read from what it
+    requires (importing it here would cost every importing program the SDK's import time)."""
+    try:
+        requires = importlib.metadata.requires(sdk) or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return any(re.match(r"httpx(?![\w-])", r) and "extra ==" not in r for r in requires)
 
 
 def run(env: Mapping[str, str] | None = None) -> None:
@@ -125,12 +141,13 @@ def _run(env: Mapping[str, str]) -> None:
     if not settings.enabled:
         return
     missing: list[str] = []
-    if not inst.installed_sdks():
+    sdks = inst.installed_sdks()
+    if not sdks:
         missing.append("an LLM SDK to observe: openai >= 2.31 and/or anthropic >= 1.0")
     provider = tracer_provider_from_env(missing, env)
     inst.instrument(tracer_provider=provider)
     if settings.http_spans:
-        _http_spans(missing)
+        _http_spans(missing, sdks)
     if settings.prometheus_port is not None:
         try:
             inst.start_metrics_server(settings.prometheus_port, settings.prometheus_addr)

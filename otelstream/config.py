@@ -14,7 +14,7 @@
 | ``prometheus_addr`` | ``OTELSTREAM_PROMETHEUS_ADDR`` | ``127.0.0.1`` | address the metrics server binds |
 | ``prometheus_metrics`` | ``OTELSTREAM_PROMETHEUS_METRICS`` | ``true`` | record the native Prometheus series |
 | ``otel_metrics`` | ``OTELSTREAM_OTEL_METRICS`` | ``false`` | also record OTel metrics (on whenever a ``meter_provider`` is passed) |
-| ``http_spans`` | ``OTELSTREAM_HTTP_SPANS`` | ``true`` | ``otelstream.auto`` turns on ``HTTPX2ClientInstrumentor`` |
+| ``http_spans`` | ``OTELSTREAM_HTTP_SPANS`` | ``true`` | ``otelstream.auto`` turns on ``HTTPX2ClientInstrumentor`` (and ``HTTPXClientInstrumentor`` when an installed SDK sends with ``httpx``: openai 2.x) |
 | ``http_streams`` | ``OTELSTREAM_HTTP_STREAMS`` | ``true`` | observe LLM streams at the ``httpx`` / ``httpx2`` client that no SDK adapter sees (litellm's own providers, plain ``httpx``) |
 | ``span_events`` | ``OTELSTREAM_SPAN_EVENTS`` | ``true`` | first-delta, anomaly and stall span events (at most 16 per span) |
 | ``baggage_attributes`` | ``OTELSTREAM_BAGGAGE_ATTRIBUTES`` | (empty) | comma-separated OTel baggage keys copied onto each stream as application attributes |

@@ -12,7 +12,7 @@ import openai
 from otelstream import names
 from otelstream.demo.provider import FakeProvider
 from tests.support.bodies import Server
-from tests.support.sdk_features import OPENAI_HTTP
+from tests.support.sdk_features import ANTHROPIC_TRACING, OPENAI_HTTP
 
 
 def openai_client(server: Server | None = None, **kwargs: object) -> openai.OpenAI:
@@ -51,6 +51,8 @@ def client_for(provider: FakeProvider, surface: str, *, is_async: bool = False, 
     kw.setdefault("timeout", 10.0)
     if surface == names.MESSAGES:
         cls: Any = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
-        return cls(**provider.anthropic_kwargs(open_telemetry=anthropic_tracing, **kw))
+        if anthropic_tracing or ANTHROPIC_TRACING:  # anthropic 1.0-1.13 have no tracing to switch off
+            kw["open_telemetry"] = anthropic_tracing
+        return cls(**provider.anthropic_kwargs(**kw))
     cls = openai.AsyncOpenAI if is_async else openai.OpenAI
     return cls(**provider.openai_kwargs(**kw))

@@ -5,17 +5,37 @@ its version string; the release where it changed is named for the reader."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from types import ModuleType
 
+import anthropic._base_client
+import anthropic._streaming
 import httpx2
 import openai
 import openai._base_client
 import openai._streaming
+import openai.resources.responses.responses
 
 # openai 3.32+: the connection base class (``openai._websocket_connection``) every WebSocket-mode patch point
 # relies on; without it otelstream leaves WebSocket mode unobserved (one WARNING) rather than half observed
 OPENAI_WEBSOCKET_OBSERVED = importlib.util.find_spec("openai._websocket_connection") is not None
 WITHOUT_WEBSOCKET = "this openai release has no openai._websocket_connection: WebSocket mode is not observed"
+
+# openai 3.1+: WebSocket lanes, ``stream_id`` on a ``response.create`` sent over the socket
+OPENAI_WEBSOCKET_LANES = (
+    "stream_id" in inspect.signature(openai.resources.responses.responses.ResponsesResponseResource.create).parameters
+)
+WITHOUT_WEBSOCKET_LANES = "this openai release has no WebSocket lanes (stream_id on response.create)"
+
+# The demo's floor (its extra: openai 3.32+): it drives WebSocket lanes and tables what otelstream observed of them
+DEMO_SDK = OPENAI_WEBSOCKET_OBSERVED
+WITHOUT_DEMO_SDK = "below the demo's openai 3.32 (its extra): this release's WebSocket mode is not observed"
+
+
+def release_warning(message: str) -> bool:
+    """Whether an otelstream WARNING is the one the installed release always gets: WebSocket mode not observed."""
+    return not OPENAI_WEBSOCKET_OBSERVED and "openai WebSocket-mode responses are not observed" in message
+
 
 # openai 3.14+: a transport error while the body is read reaches the caller as APIConnectionError / APITimeoutError
 # (the SDK wraps it in ``_iter_events``); older releases let the HTTP client's own exception through
@@ -26,8 +46,30 @@ OPENAI_WRAPS_BODY_ERRORS = hasattr(openai._streaming, "APIConnectionError")
 OPENAI_HTTP: ModuleType = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx
 ANTHROPIC_HTTP: ModuleType = httpx2
 
+
+def http_of(request: object) -> ModuleType:
+    """The HTTP client library a request was built by: one mock handler serving both SDKs answers in its kind."""
+    return OPENAI_HTTP if isinstance(request, OPENAI_HTTP.Request) else ANTHROPIC_HTTP
+
+
 # openai 2.45+: the beta twins of the Responses API (``client.beta.responses``)
 OPENAI_BETA_RESPONSES = importlib.util.find_spec("openai.resources.beta.responses") is not None
+
+# openai 3.38+: ``OpenAI._send_request`` (the auth retry) hands over to ``openai.lib._client_auth``, whose function
+# calls the base class's; before, the client's own ``_send_with_auth_retry`` did
+OPENAI_AUTH_RETRY_MODULE = importlib.util.find_spec("openai.lib._client_auth") is not None
+
+# anthropic 1.14+: ``_request`` below the public ``request()`` calls ``_attempt_request``; before, ``request()`` (the
+# retry loop) calls it itself
+ANTHROPIC_REQUEST_BELOW_PUBLIC = hasattr(anthropic._base_client.SyncAPIClient, "_request")
+
+# anthropic 1.14+: a Stream's events start in its ``_iterator`` (a cached property, on a copy of the stream); before,
+# in ``__init__``: the method that calls ``__stream__``
+ANTHROPIC_STREAM_STARTER = "_iterator" if "_iterator" in vars(anthropic._streaming.Stream) else "__init__"
+
+# anthropic 1.14+: the SDK's own OpenTelemetry tracing (``anthropic._tracing``, the clients' ``open_telemetry=``)
+ANTHROPIC_TRACING = importlib.util.find_spec("anthropic._tracing") is not None
+WITHOUT_ANTHROPIC_TRACING = "this anthropic release has no tracing of its own (anthropic._tracing, open_telemetry=)"
 
 
 def lacking(entry: str) -> str | None:

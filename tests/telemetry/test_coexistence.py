@@ -18,24 +18,29 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otelstream import names
 from otelstream.demo.provider import FakeProvider
 from tests.support.clients import client_for
+from tests.support.sdk_features import ANTHROPIC_TRACING, OPENAI_HTTP, WITHOUT_ANTHROPIC_TRACING
 from tests.telemetry.harness import MODELS, Seen, Telemetry, consume_async, consume_sync
 
 M, R = names.MESSAGES, names.RESPONSES
 SDK_SPAN = "anthropic.messages.create"
 SDK_SCOPE = "com.anthropic.sdk.python"
 HTTP_SCOPE = "opentelemetry.instrumentation.httpx"
+with_anthropic_tracing = pytest.mark.skipif(not ANTHROPIC_TRACING, reason=WITHOUT_ANTHROPIC_TRACING)
 
 
 @pytest.fixture
 def http_spans(tel: Telemetry) -> Iterator[None]:
-    from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
+    from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor, HTTPXClientInstrumentor
 
-    inst = HTTPX2ClientInstrumentor()
-    inst.instrument(tracer_provider=tel.tracer_provider)
+    # as otelstream.auto does: the instrumentor of each HTTP library an SDK sends with (httpx under openai 2.x)
+    insts = [HTTPX2ClientInstrumentor(), *([HTTPXClientInstrumentor()] if OPENAI_HTTP.__name__ == "httpx" else [])]
+    for inst in insts:
+        inst.instrument(tracer_provider=tel.tracer_provider)
     try:
         yield
     finally:
-        inst.uninstrument()
+        for inst in insts:
+            inst.uninstrument()
 
 
 def _scope(span: ReadableSpan) -> str:
@@ -86,6 +91,7 @@ def _anthropic_on(tel: Telemetry) -> dict[str, Any]:
     return {"anthropic_tracing": {"tracer_provider": tel.tracer_provider}}
 
 
+@with_anthropic_tracing
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("outcome", [names.COMPLETED, names.CUT, names.ABANDONED, names.ERROR])
 def test_anthropic_tracing_one_client_span(
@@ -145,6 +151,7 @@ def test_http_span_nests_under_stream_span(
     assert_well_formed(spans, seen)
 
 
+@with_anthropic_tracing
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 def test_anthropic_tracing_and_http_spans(
     tel: Telemetry, provider: FakeProvider, http_spans: None, is_async: bool
@@ -164,6 +171,7 @@ def test_anthropic_tracing_and_http_spans(
     assert_well_formed(spans, seen)
 
 
+@with_anthropic_tracing
 def test_openai_and_anthropic_side_by_side(tel: Telemetry, provider: FakeProvider, http_spans: None) -> None:
     """Both SDKs in one trace, both integrations on: one GenAI CLIENT span per call, nothing orphaned."""
     with tel.tracer.start_as_current_span("caller") as parent:
