@@ -18,6 +18,12 @@ from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.provider import FakeProvider
 from tests.demo.harness import TAG_HEADER, record_for, tag
+from tests.support.sdk_features import (
+    OPENAI_HTTP,
+    OPENAI_WEBSOCKET_LANES,
+    OPENAI_WRAPS_BODY_ERRORS,
+    WITHOUT_WEBSOCKET_LANES,
+)
 from tests.support.surfaces import SSE_SURFACES
 
 CASES = [(s, f) for f in F.SERVER_FAULTS for s in SSE_SURFACES if F.is_supported(f, s)]
@@ -141,7 +147,8 @@ def check(provider: FakeProvider, surface: str, fault: str, seen: Seen) -> None:
         assert seen.exc is None, "a clean EOF raises nothing in either SDK: the observer must infer the cut"
         assert _is_delta(surface, seen.items[-1])
     elif fault == F.RESET:
-        expected: Any = httpx2.RemoteProtocolError if anth else openai.APIConnectionError
+        wrapped = OPENAI_WRAPS_BODY_ERRORS and not anth
+        expected: Any = openai.APIConnectionError if wrapped else (httpx2 if anth else OPENAI_HTTP).RemoteProtocolError
         assert isinstance(seen.exc, expected), repr(seen.exc)
         assert any(_is_delta(surface, i) for i in seen.items)
     elif fault == F.FAILED:
@@ -265,6 +272,7 @@ def _ws_collect(conn: Any, want: int) -> list[Any]:
     return got
 
 
+@pytest.mark.skipif(not OPENAI_WEBSOCKET_LANES, reason=WITHOUT_WEBSOCKET_LANES)
 def test_websocket_lanes_interleave_and_echo_stream_id(provider: FakeProvider) -> None:
     client = openai.OpenAI(**provider.openai_kwargs(max_retries=0))
     with client.responses.connect() as conn:
@@ -281,6 +289,7 @@ def test_websocket_lanes_interleave_and_echo_stream_id(provider: FakeProvider) -
         assert lane_events[-1].type == "response.completed"
 
 
+@pytest.mark.skipif(not OPENAI_WEBSOCKET_LANES, reason=WITHOUT_WEBSOCKET_LANES)
 @pytest.mark.parametrize("fault", [F.OK, F.SLOW_FIRST, F.STALL, F.FAILED, F.INCOMPLETE, F.ERROR, F.SEQ_GAP, F.SEQ_DUP])
 def test_websocket_faults(provider: FakeProvider, fault: str) -> None:
     client = openai.OpenAI(**provider.openai_kwargs(max_retries=0))
@@ -326,10 +335,8 @@ async def test_websocket_async(provider: FakeProvider) -> None:
 
 async def test_many_concurrent_streams(provider: FakeProvider) -> None:
     """A few hundred streams at once: none refused, none mixed up, all complete."""
-    import httpx2 as hx
-
     n = 300
-    http = hx.AsyncClient(limits=hx.Limits(max_connections=n, max_keepalive_connections=n))
+    http = OPENAI_HTTP.AsyncClient(limits=OPENAI_HTTP.Limits(max_connections=n, max_keepalive_connections=n))
     client = openai.AsyncOpenAI(**provider.openai_kwargs(max_retries=0, http_client=http))
 
     async def one(i: int) -> tuple[str, int]:

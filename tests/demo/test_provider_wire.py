@@ -22,6 +22,7 @@ from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.pacing import Pacing, Pause, script
 from otelstream.demo.provider import FakeProvider, serve
 from tests.demo.harness import TAG_HEADER, payloads, record_for, sse_blocks, tag
+from tests.support.sdk_features import OPENAI_WEBSOCKET_LANES, WITHOUT_WEBSOCKET_LANES
 from tests.support.surfaces import SSE_SURFACES
 
 BODY_FAULTS = [f for f in F.SERVER_FAULTS if f not in (F.HTTP_500, F.HTTP_429, F.OVERLOADED, F.NO_HEADERS)]
@@ -158,6 +159,7 @@ def test_check_reads_what_the_fault_claims(
         assert names.ANOM_MISSING_DONE not in anomalies
 
 
+@pytest.mark.skipif(not OPENAI_WEBSOCKET_LANES, reason=WITHOUT_WEBSOCKET_LANES)
 @pytest.mark.parametrize("fault", [F.OK, F.FAILED, F.INCOMPLETE, F.ERROR, F.SEQ_GAP, F.SEQ_DUP, F.CUT])
 def test_websocket_transcript_through_check(
     provider: FakeProvider, fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

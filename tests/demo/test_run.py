@@ -15,8 +15,10 @@ from otelstream.demo import faults as F
 from otelstream.demo import plan as demo_plan
 from otelstream.demo import run as R
 from otelstream.demo import table as T
+from tests.support.sdk_features import DEMO_SDK, WITHOUT_DEMO_SDK
 
 pytest.importorskip("otelstream.adapters")
+demo_sdk = pytest.mark.skipif(not DEMO_SDK, reason=WITHOUT_DEMO_SDK)
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -58,6 +60,7 @@ def test_fault_mix_parsing() -> None:
     assert F.FaultMix.parse("ok=2,cut=1").assign(3, random.Random(0)).count("ok") == 2
 
 
+@demo_sdk
 def test_demo_in_process_counts_match_plan_and_prometheus() -> None:
     args = _args("--streams", "48", "--concurrency", "16", "--seed", "3", "--faults", "everything")
     out = io.StringIO()
@@ -80,6 +83,7 @@ def test_demo_in_process_counts_match_plan_and_prometheus() -> None:
         assert ws.tokens_out > 0
 
 
+@demo_sdk
 def test_same_seed_same_outcome_counts() -> None:
     first = R.execute(_args("--streams", "30", "--concurrency", "15", "--seed", "1"), out=io.StringIO())
     second = R.execute(_args("--streams", "30", "--concurrency", "15", "--seed", "1"), out=io.StringIO())
@@ -87,6 +91,7 @@ def test_same_seed_same_outcome_counts() -> None:
     assert first.matches and second.matches
 
 
+@demo_sdk
 def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     code = R.run(_args("--streams", "12", "--concurrency", "12", "--faults", "ok=3,cut=1"))
     printed = capsys.readouterr().out
@@ -96,6 +101,7 @@ def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "every outcome above is what the fault plan promised" in printed
 
 
+@demo_sdk
 def test_serve_rounds_keep_working_after_the_first(provider: object) -> None:
     """--serve's light traffic: with a healthy mix, no round raises (every async stream after the first round failed
     with a connection error when each round ran in a new event loop)."""
@@ -115,6 +121,7 @@ def test_bad_numbers_and_a_busy_provider_port_exit_2(capsys: pytest.CaptureFixtu
     assert "not a positive number" in err and "otelstream demo:" in err and "Traceback" not in err
 
 
+@demo_sdk
 @pytest.mark.parametrize("mix", ["outage", "default"])
 def test_serve_rounds_serve_every_fault_of_the_mix_at_a_small_concurrency(provider: object, mix: str) -> None:
     """`--faults outage --concurrency 8` (2 streams open at once, rounds of 4) served ok, http_500 and http_429 and
@@ -177,6 +184,7 @@ def test_the_demo_prints_its_first_line_before_loading_the_sdks() -> None:
     assert first_after < 2.0, first_after
 
 
+@demo_sdk
 def test_the_demo_shows_failed_streams_by_error_class() -> None:
     """A 429, a 500, an overload and a read timeout before the headers come out as four classes, in the stats read
     back from Prometheus and in the printed table."""
