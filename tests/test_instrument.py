@@ -13,6 +13,7 @@ import wrapt
 
 import otelstream
 from otelstream.adapters import PATCHER
+from tests.support.sdk_features import OPENAI_HTTP
 
 
 def _originals() -> dict[str, object]:
@@ -103,17 +104,17 @@ def test_a_duration_argument_that_is_not_a_finite_number_is_refused_before_anyth
         assert not PATCHER.applied()
 
 
-FIRST_STREAM_OPEN_AT_EXIT = """
-import json, httpx2, openai, otelstream
+FIRST_STREAM_OPEN_AT_EXIT = f"import {OPENAI_HTTP.__name__} as http\n" + """
+import json, openai, otelstream
 from prometheus_client import CollectorRegistry
 
 chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
          "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
 body = b"data: " + json.dumps(chunk).encode() + b"\\n\\n"
 otelstream.instrument(registry=CollectorRegistry())
-client = openai.OpenAI(api_key="k", base_url="http://mock.test/v1", http_client=httpx2.Client(
-    transport=httpx2.MockTransport(lambda request: httpx2.Response(200, content=body * 3,
-                                                                   headers={"content-type": "text/event-stream"}))))
+client = openai.OpenAI(api_key="k", base_url="http://mock.test/v1", http_client=http.Client(
+    transport=http.MockTransport(lambda request: http.Response(200, content=body * 3,
+                                                               headers={"content-type": "text/event-stream"}))))
 stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
 next(iter(stream))  # the process's first stream, still open at exit: its report comes while the interpreter exits
 print("done", flush=True)

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 import otelstream
 from otelstream import instrumentation, names
 from tests.reliability.harness import FIGURES, scaled
+from tests.support.sdk_features import OPENAI_HTTP, http_of
 
 CALL_KEY = "_otelstream_call"
 CHUNK = (b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
@@ -42,7 +43,7 @@ class Counting:
         self.sent = 0
         self.instrumented = 0
 
-    def note(self, request: httpx2.Request) -> None:
+    def note(self, request: Any) -> None:
         with self.lock:
             self.sent += 1
             if CALL_KEY in request.extensions:
@@ -87,13 +88,13 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
     errors: list[BaseException] = []
     items_seen: list[int] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: Any) -> Any:
         server.note(request)
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=iter(BODY))
+        return OPENAI_HTTP.Response(200, headers={"content-type": "text/event-stream"}, content=iter(BODY))
 
     def worker() -> None:
-        client = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0,
-                               http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))  # fmt: skip
+        http = OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler))
+        client = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0, http_client=http)
         for _ in range(per_thread):
             try:
                 with client.chat.completions.create(model="m", messages=[], stream=True) as s:
@@ -101,7 +102,7 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
             except BaseException as exc:
                 errors.append(exc)
 
-    async def ahandler(request: httpx2.Request) -> httpx2.Response:
+    async def ahandler(request: Any) -> Any:
         server.note(request)
 
         async def body() -> AsyncIterator[bytes]:
@@ -109,7 +110,7 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
                 await asyncio.sleep(0)
                 yield chunk
 
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+        return http_of(request).Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
     async def tasks() -> None:
         client = anthropic.AsyncAnthropic(
@@ -118,8 +119,8 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
             max_retries=0,
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(ahandler)),
         )
-        oa = openai.AsyncOpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0,
-                                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(ahandler)))  # fmt: skip
+        oa_http = OPENAI_HTTP.AsyncClient(transport=OPENAI_HTTP.MockTransport(ahandler))
+        oa = openai.AsyncOpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0, http_client=oa_http)
         del client
 
         async def one() -> None:
@@ -137,13 +138,15 @@ def test_threads_and_tasks_race_instrument_uninstrument() -> None:
     racer = threading.Thread(target=_racer, args=(stop, tp, registry, toggles))
     racer.start()
     pool = [threading.Thread(target=worker) for _ in range(threads_n)]
-    for t in pool:
-        t.start()
-    asyncio.run(tasks())
-    for t in pool:
-        t.join(60)
-    stop.set()
-    racer.join(10)
+    try:
+        for t in pool:
+            t.start()
+        asyncio.run(tasks())
+        for t in pool:
+            t.join(60)
+    finally:  # a failure above must not leave the racer toggling instrumentation under the tests that follow
+        stop.set()
+        racer.join(10)
     assert not any(t.is_alive() for t in pool) and not racer.is_alive(), "deadlock"
     otelstream.uninstrument()
     total = threads_n * per_thread + tasks_n
@@ -168,7 +171,7 @@ def _leak_body(kind: str) -> Iterator[bytes]:
     yield CHUNK
     yield CHUNK
     if kind == "reset":
-        raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
+        raise OPENAI_HTTP.RemoteProtocolError("peer closed connection without sending complete message body")
     if kind == "error":
         yield b'data: {"error": {"code": "server_error", "message": "boom"}}\n\n'
     if kind in ("ok", "abandon", "gc"):
@@ -183,14 +186,14 @@ OUTCOMES = [("ok", names.COMPLETED), ("cut", names.CUT), ("error", names.ERROR),
 def test_ten_thousand_streams_leave_nothing_behind() -> None:
     otelstream.uninstrument()
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: Any) -> Any:
         kind = request.headers["x-kind"]
         if kind == "http_500":
-            return httpx2.Response(500, json={"error": {"message": "down", "type": "server_error"}})
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_leak_body(kind))
+            return OPENAI_HTTP.Response(500, json={"error": {"message": "down", "type": "server_error"}})
+        return OPENAI_HTTP.Response(200, headers={"content-type": "text/event-stream"}, content=_leak_body(kind))
 
     client = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))  # fmt: skip
+                           http_client=OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler)))  # fmt: skip
 
     def one(kind: str) -> None:
         try:
@@ -205,7 +208,7 @@ def test_ten_thousand_streams_leave_nothing_behind() -> None:
             else:
                 for _ in stream:
                     pass
-        except (openai.APIError, httpx2.HTTPError):
+        except (openai.APIError, OPENAI_HTTP.HTTPError):
             pass
 
     tp = TracerProvider()

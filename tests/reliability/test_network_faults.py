@@ -14,7 +14,6 @@ import uuid
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
@@ -26,10 +25,13 @@ from otelstream.demo.provider import serve
 from tests.reliability.harness import FIGURES
 from tests.support.instrumented import Instrumented, instrumented, outcome_of
 from tests.support.raw_server import DRIP, FAULT, raw_server
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 from tests.support.surfaces import SSE_SURFACES
 
 PACING = Pacing(ttfd_s=0.005, gap_s=0.001, pause_s=0.08, no_headers_s=5.0)
-TIMEOUT = httpx2.Timeout(10.0, read=2.0)  # no_headers and the silent server end on this read timeout
+# no_headers and the silent server end on this read timeout (each SDK takes its own HTTP library's Timeout)
+TIMEOUT = ANTHROPIC_HTTP.Timeout(10.0, read=2.0)
+OPENAI_TIMEOUT = OPENAI_HTTP.Timeout(10.0, read=2.0)
 # ~300 bytes (the slow-drip case sends it one byte per 100 ms)
 RESP_BODY = (
     b'data: {"type":"response.created","sequence_number":0,"response":{"id":"r","model":"m"}}\n\n'
@@ -44,7 +46,7 @@ def _open(kind: str, base: str, surface: str, model: str, headers: dict[str, str
     if surface == names.MESSAGES:
         an = anthropic.Anthropic(api_key="sk-ant-test", base_url=base, max_retries=0, timeout=TIMEOUT)
         return an.messages.create(model=model, max_tokens=5, messages=msgs, stream=True, extra_headers=headers)
-    oa = openai.OpenAI(api_key="sk-test", base_url=base + "/v1", max_retries=0, timeout=TIMEOUT)
+    oa = openai.OpenAI(api_key="sk-test", base_url=base + "/v1", max_retries=0, timeout=OPENAI_TIMEOUT)
     if surface == names.RESPONSES:
         return oa.responses.create(model=model, input="x", stream=True, extra_headers=headers)
     if surface == names.CHAT_COMPLETIONS:
@@ -57,7 +59,7 @@ async def _aopen(base: str, surface: str, model: str, headers: dict[str, str]) -
     if surface == names.MESSAGES:
         an = anthropic.AsyncAnthropic(api_key="sk-ant-test", base_url=base, max_retries=0, timeout=TIMEOUT)
         return await an.messages.create(model=model, max_tokens=5, messages=msgs, stream=True, extra_headers=headers)
-    oa = openai.AsyncOpenAI(api_key="sk-test", base_url=base + "/v1", max_retries=0, timeout=TIMEOUT)
+    oa = openai.AsyncOpenAI(api_key="sk-test", base_url=base + "/v1", max_retries=0, timeout=OPENAI_TIMEOUT)
     if surface == names.RESPONSES:
         return await oa.responses.create(model=model, input="x", stream=True, extra_headers=headers)
     if surface == names.CHAT_COMPLETIONS:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,7 +24,6 @@ import httpx2
 import openai
 import openai._base_client
 import openai._streaming
-import openai.lib._client_auth
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -33,6 +33,13 @@ from tests.reliability.renames import Rename, rename
 from tests.support import bodies
 from tests.support.instrumented import Instrumented, instrumented
 from tests.support.scripted_server import SCRIPT_HEADER, ScriptedServer
+from tests.support.sdk_features import (
+    ANTHROPIC_REQUEST_BELOW_PUBLIC,
+    ANTHROPIC_STREAM_STARTER,
+    OPENAI_AUTH_RETRY_MODULE,
+    OPENAI_HTTP,
+    release_warning,
+)
 
 MSGS: Any = [{"role": "user", "content": "x"}]
 CHAT = bodies.chat("ok")  # ... finish_reason stop, a usage chunk, data: [DONE]
@@ -51,11 +58,14 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 def warned(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], list[str]]]:
-    """The missing-patch-point WARNINGs logged during the test (the once-per-process memory is reset around it)."""
+    """The missing-patch-point WARNINGs logged during the test (the once-per-process memory is reset around it), but
+    for the one an older release always gets."""
     _patch.PATCHER._warned.clear()
     caplog.set_level(logging.WARNING, logger="otelstream")
     yield lambda: [
-        r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "patch point" in r.getMessage()
+        m
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "patch point" in (m := r.getMessage()) and not release_warning(m)
     ]
     _patch.PATCHER._warned.clear()
 
@@ -83,7 +93,7 @@ def _instrumented_twice() -> Iterator[Instrumented]:
 
 def _openai(server: ScriptedServer, is_async: bool = False, **kw: Any) -> Any:
     cls: Any = openai.AsyncOpenAI if is_async else openai.OpenAI
-    http = httpx2.AsyncClient() if is_async else httpx2.Client()
+    http = OPENAI_HTTP.AsyncClient() if is_async else OPENAI_HTTP.Client()
     return cls(api_key="k", base_url=server.base_url + "/v1", http_client=http, **{"max_retries": 0, **kw})
 
 
@@ -177,13 +187,18 @@ def _assert_not_observed(inst: Instrumented) -> None:
 def _rename_openai_send(mp: pytest.MonkeyPatch) -> None:
     """The sync send path: the base client's ``_send_request`` and ``OpenAI``'s override of it (the auth retry)."""
     C = openai._base_client.SyncAPIClient
-    callers = ((C, "request"), (openai.lib._client_auth, "sync_send_with_auth_retry"))
+    if OPENAI_AUTH_RETRY_MODULE:
+        auth_retry: tuple[Any, str] = (importlib.import_module("openai.lib._client_auth"), "sync_send_with_auth_retry")
+    else:
+        auth_retry = (openai.OpenAI, "_send_with_auth_retry")
+    callers = ((C, "request"), auth_retry)
     rename(mp, Rename((C, openai.OpenAI), "_send_request", "_transmit", callers))
 
 
 def _rename_anthropic_attempt(mp: pytest.MonkeyPatch) -> None:
     C = anthropic._base_client.SyncAPIClient
-    rename(mp, Rename((C,), "_attempt_request", "_attempt", ((C, "_request"), (C, "_build_middleware_chain"))))
+    caller = "_request" if ANTHROPIC_REQUEST_BELOW_PUBLIC else "request"
+    rename(mp, Rename((C,), "_attempt_request", "_attempt", ((C, caller), (C, "_build_middleware_chain"))))
 
 
 # --- openai ------------------------------------------------------------------------------------------------
@@ -319,10 +334,11 @@ def test_anthropic_iter_events_renamed_keepalives_unknown(
 def test_anthropic_request_entry_renamed_its_public_request_serves(
     monkeypatch: pytest.MonkeyPatch, server: ScriptedServer, warned: Callable[[], list[str]]
 ) -> None:
-    """Without ``_request`` (anthropic 1.x never had it) the patch falls back to ``request()``, the same choke point
-    one level up: no WARNING, everything measured, one span."""
+    """Without ``_request`` (anthropic 1.0-1.13 never had it) the patch falls back to ``request()``, the same choke
+    point one level up: no WARNING, everything measured, one span."""
     C = anthropic._base_client.SyncAPIClient
-    rename(monkeypatch, Rename((C,), "_request", "_perform", ((C, "request"),)))
+    if ANTHROPIC_REQUEST_BELOW_PUBLIC:  # else the installed release is already the one without it
+        rename(monkeypatch, Rename((C,), "_request", "_perform", ((C, "request"),)))
     with _instrumented_twice() as inst:
         items = _messages(server)
         attrs = _one_span(inst)
@@ -353,7 +369,7 @@ def test_anthropic_stream_lifecycle_renamed_not_observed(
     monkeypatch: pytest.MonkeyPatch, server: ScriptedServer, warned: Callable[[], list[str]], is_async: bool
 ) -> None:
     S = anthropic._streaming.AsyncStream if is_async else anthropic._streaming.Stream
-    rename(monkeypatch, Rename((S,), "__stream__", "_events", ((S, "_iterator"),)))
+    rename(monkeypatch, Rename((S,), "__stream__", "_events", ((S, ANTHROPIC_STREAM_STARTER),)))
     with _instrumented_twice() as inst:
         items = _messages(server, is_async=is_async)
         _assert_not_observed(inst)

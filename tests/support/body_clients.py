@@ -1,5 +1,5 @@
-"""Real SDK clients over httpx2.MockTransport serving whatever body the test sets, in seeded chunks, and what the
-caller saw of it."""
+"""Real SDK clients over their HTTP library's MockTransport (httpx2; httpx for openai 2.x) serving whatever body
+the test sets, in seeded chunks, and what the caller saw of it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import httpx2
 import openai
 
 from otelstream import names
+from tests.support.sdk_features import OPENAI_HTTP, http_of
 
 
 def surface_of(path: Path) -> str | None:
@@ -66,27 +67,28 @@ class Bodies:
         self.seed = 0
         self.status = 200
 
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(self.status, headers={"content-type": "text/event-stream", "x-request-id": "req_mock"},
-                               content=iter(_chunks(self.body, self.seed)))  # fmt: skip
+    def __call__(self, request: Any) -> Any:
+        headers = {"content-type": "text/event-stream", "x-request-id": "req_mock"}
+        return http_of(request).Response(self.status, headers=headers, content=iter(_chunks(self.body, self.seed)))
 
 
 class AsyncBodies(Bodies):
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:  # type: ignore[override]
+    def __call__(self, request: Any) -> Any:
         chunks = _chunks(self.body, self.seed)
 
         async def gen() -> AsyncIterator[bytes]:
             for c in chunks:
                 yield c
 
-        return httpx2.Response(self.status, headers={"content-type": "text/event-stream"}, content=gen())
+        return http_of(request).Response(self.status, headers={"content-type": "text/event-stream"}, content=gen())
 
 
 class Clients:
     def __init__(self, handler: Bodies) -> None:
         self.handler = handler
         http = httpx2.Client(transport=httpx2.MockTransport(handler))
-        self.oa = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=http, max_retries=0)
+        oa_http = OPENAI_HTTP.Client(transport=OPENAI_HTTP.MockTransport(handler))
+        self.oa = openai.OpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=oa_http, max_retries=0)
         self.an = anthropic.Anthropic(api_key="sk-test", base_url="http://mock.test", http_client=http, max_retries=0)
 
     def open(self, surface: str, model: str) -> Any:
@@ -115,7 +117,8 @@ class AsyncClients:
     def __init__(self, handler: AsyncBodies) -> None:
         self.handler = handler
         http = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
-        self.oa = openai.AsyncOpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=http,
+        oa_http = OPENAI_HTTP.AsyncClient(transport=OPENAI_HTTP.MockTransport(handler))
+        self.oa = openai.AsyncOpenAI(api_key="sk-test", base_url="http://mock.test/v1", http_client=oa_http,
                                      max_retries=0)  # fmt: skip
         self.an = anthropic.AsyncAnthropic(api_key="sk-test", base_url="http://mock.test", http_client=http,
                                            max_retries=0)  # fmt: skip

@@ -24,6 +24,7 @@ from otelstream import names
 from otelstream.demo.exchange import WS_FAULT_KEY
 from otelstream.demo.provider import FakeProvider
 from tests.support.clients import client_for
+from tests.support.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 from tests.telemetry.harness import MODELS, Telemetry, consume_async, consume_sync
 
 CH = names.CHAT_COMPLETIONS
@@ -224,6 +225,7 @@ def test_metric_attributes_that_cannot_be_labels_are_refused(
     assert "'surface'" in messages and "'tenant_id'" in messages and "'gen_ai.request.model'" in messages
 
 
+@pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)
 def test_websocket_response_carries_the_attributes_current_at_its_create(
     instrument: Callable[..., Telemetry], provider: FakeProvider
 ) -> None:

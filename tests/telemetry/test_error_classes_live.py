@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -23,6 +22,7 @@ import otelstream
 from otelstream import names
 from tests.support import bodies
 from tests.support.scripted_server import Half, Pause, Reset, ScriptedServer, Step
+from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 from tests.telemetry.harness import Telemetry
 
 MSGS: Any = [{"role": "user", "content": "x"}]
@@ -125,7 +125,7 @@ def _open(server: ScriptedServer, case: Case) -> None:
     ctype = "application/json" if case.status != 200 else "text/event-stream"
     key = server.add(list(case.steps), status=case.status, headers={"content-type": ctype})
     headers = {"x-script": key}
-    http = httpx2.Client(verify=False)
+    http = (ANTHROPIC_HTTP if case.sdk == "anthropic" else OPENAI_HTTP).Client(verify=False)
     try:
         if case.sdk == "anthropic":
             a = anthropic.Anthropic(api_key="k", base_url=server.base_url, max_retries=0, timeout=TIMEOUT_S,

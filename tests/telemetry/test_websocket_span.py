@@ -18,9 +18,11 @@ import otelstream
 from otelstream import names
 from otelstream.demo.exchange import WS_FAULT_KEY
 from otelstream.demo.provider import FakeProvider
+from tests.support.sdk_features import OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 from tests.telemetry.harness import FAULT_FOR, MODELS, Seen, Telemetry, key, supports
 
 pytest.importorskip("websockets")
+pytestmark = pytest.mark.skipif(not OPENAI_WEBSOCKET_OBSERVED, reason=WITHOUT_WEBSOCKET)
 
 WS = names.RESPONSES_WEBSOCKET
 MODEL = MODELS[WS]
