@@ -322,3 +322,44 @@ def test_http_error_span(make_pipeline: Any, clock: Clock, span_exporter: InMemo
     assert span.status.description == "rate_limit_exceeded"
     assert (span.attributes or {})[names.ATTR_ERROR_TYPE] == "rate_limit_exceeded"
     assert span.events == ()
+
+
+def test_a_sampler_sees_the_creation_attributes_and_the_span_ends_with_all(
+    make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """At the start only what the semantic conventions ask for at span creation (and the application's own): the
+    OTel SDK cleans each attribute given to start_span on the caller's thread. The rest is set at the end."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler, SamplingResult
+
+    seen: list[dict[str, Any]] = []
+
+    class Recording(Sampler):
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                          attributes: Any = None, *rest: Any) -> SamplingResult:  # fmt: skip
+            seen.append(dict(attributes or {}))
+            return ALWAYS_ON.should_sample(parent_context, trace_id, name, kind, attributes, *rest)
+
+        def get_description(self) -> str:
+            return "recording"
+
+    tp = TracerProvider(sampler=Recording())
+    tp.add_span_processor(SimpleSpanProcessor(span_exporter))
+    try:
+        p = make_pipeline(tracer_provider=tp)
+        run_stream(p, clock, attributes={"tenant.id": "acme"}, request_max_tokens=64)
+        assert p.flush(5.0)
+    finally:
+        tp.shutdown()
+    assert seen == [{
+        names.ATTR_OPERATION_NAME: "chat",
+        names.ATTR_PROVIDER_NAME: "openai",
+        names.ATTR_REQUEST_MODEL: "gpt-test",
+        names.ATTR_SERVER_ADDRESS: "127.0.0.1",
+        names.ATTR_SERVER_PORT: 8080,
+        "tenant.id": "acme",
+    }]  # fmt: skip
+    (span,) = spans(span_exporter)
+    a = dict(span.attributes or {})
+    assert a[names.ATTR_SURFACE] == "responses" and a[names.ATTR_REQUEST_STREAM] is True
+    assert a[names.ATTR_REQUEST_MAX_TOKENS] == 64 and a["tenant.id"] == "acme" and a[names.ATTR_OUTCOME] == "completed"
