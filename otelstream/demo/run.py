@@ -80,8 +80,22 @@ class DemoResult:
 DEMO_PACING_KW: Final = {"ttfd_s": 0.25, "gap_s": 0.02, "jitter": 0.5, "pause_s": 1.5, "no_headers_s": 10.0}
 
 
+def _require_demo_openai() -> None:
+    """The demo streams Responses WebSocket lanes and tables what otelstream observed of them: below openai 3.32 (the
+    demo extra's floor, the first release whose WebSocket mode is observed) it would fail halfway or mismatch."""
+    import importlib.util
+
+    try:
+        observed = importlib.util.find_spec("openai._websocket_connection") is not None
+    except ModuleNotFoundError:  # no openai at all
+        observed = False
+    if not observed:
+        raise RuntimeError("the demo needs openai >= 3.32: pip install 'otelstream[demo]'")
+
+
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
     """The whole demo; ``run`` prints its result. Tests call this to get the registry as well as the table."""
+    _require_demo_openai()
     from otelstream.demo import table as T
     from otelstream.demo.pacing import Pacing
     from otelstream.demo.provider import FakeProvider

@@ -8,9 +8,10 @@ so; no alert is pending; and when its load stops, the traffic alert fires.
 
 The loads are otelstream itself: ``instrumented_worker.py`` (the demo's fake provider, the OpenAI and Anthropic SDKs
 under ``otelstream.instrument()`` and otelstream's metrics endpoint in a subprocess; its fault mix trips every alert
-but the traffic one) twice, and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips). One series
-cannot be produced on demand (``otelstream_reports_dropped_total`` needs a full export queue): a stand-in endpoint
-serves only that one as a second target of the fault jobs.
+but the traffic one) twice, and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips; not below the
+demo's openai floor, where its scenario skips). One series cannot be produced on demand
+(``otelstream_reports_dropped_total`` needs a full export queue): a stand-in endpoint serves only that one as a second
+target of the fault jobs.
 
 The traffic alert compares with the hour before; Prometheus also runs a copy of it with every duration divided by
 60 (10 s for 10 min), labelled ``time_scale``, so it fires within seconds of the load stopping.
@@ -57,6 +58,7 @@ from tests.dashboards.harness import (
     variable_query,
 )
 from tests.dashboards.loadsource import LoadSource, start_load
+from tests.support.sdk_features import DEMO_SDK, WITHOUT_DEMO_SDK
 
 pytestmark = [
     pytest.mark.prometheus,
@@ -71,6 +73,7 @@ INTERVAL = "2s"
 MIN_SAMPLES = 15  # scrapes of data before querying: rate()s over 10 s windows have plenty of points
 FAULT_JOBS = ("worker", "demo")
 HEALTHY_JOB = "healthy"
+LOADS = [job for job in (*FAULT_JOBS, HEALTHY_JOB) if DEMO_SDK or job != "demo"]  # the demo runs above its floor only
 TRAFFIC_ALERT = "OtelstreamTrafficStopped"
 TIME_SCALE = 60  # the traffic alert's copy: minutes become seconds
 _SECONDS = {"s": 1, "m": 60, "h": 3600}
@@ -114,7 +117,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     try:
         # the loads start side by side (the demo runs its first round before it serves)
         with ThreadPoolExecutor(3) as pool:
-            started = {job: pool.submit(start_load, workdir, job) for job in (*FAULT_JOBS, HEALTHY_JOB)}
+            started = {job: pool.submit(start_load, workdir, job) for job in LOADS}
             for job, future in started.items():
                 with contextlib.suppress(BaseException):
                     source = future.result()
@@ -136,7 +139,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             source.stop()
 
 
-@pytest.fixture(scope="module", params=FAULT_JOBS)
+@pytest.fixture(scope="module", params=[
+    pytest.param(job, marks=pytest.mark.skipif(job == "demo" and not DEMO_SDK, reason=WITHOUT_DEMO_SDK))
+    for job in FAULT_JOBS
+])  # fmt: skip
 def scenario(request: pytest.FixtureRequest, stack: Stack) -> Scenario:
     """The fault mixes: instrumented_worker.py (tuned so every alert trips) and ``otelstream demo --serve``."""
     job: str = request.param

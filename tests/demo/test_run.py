@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import io
 import random
 import socket
+from typing import Any
 
 import pytest
 
@@ -182,6 +184,20 @@ def test_the_demo_prints_its_first_line_before_loading_the_sdks() -> None:
     assert first.startswith("otelstream demo: 4 streams"), (first, heavy)
     assert heavy.startswith("first heavy import ") and heavy.split()[-2] == str(len(first)), (heavy, first)
     assert first_after < 2.0, first_after
+
+
+def test_the_demo_refuses_an_openai_below_its_floor(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An openai without WebSocket mode observed: exit 2 with what to install, not a traceback halfway through."""
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name == "openai._websocket_connection" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    assert R.run(_args("--streams", "4")) == 2
+    assert "the demo needs openai >= 3.32" in capsys.readouterr().err
 
 
 @demo_sdk
