@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.sdk_features import OPENAI_HTTP, release_warning
 
 SCRIPT = r"""
@@ -98,3 +100,54 @@ def test_auto_with_only_an_otlp_endpoint_installs_a_provider() -> None:
     assert out.returncode == 0 and out.stdout.split()[0] == "patched"
     unexpected = [line for line in out.stderr.splitlines() if not release_warning(line)]
     assert "missing" not in "\n".join(unexpected), out.stderr
+
+
+OTLP_APP = r"""
+import os
+import otelstream.auto  # first, as the README says
+import openai
+
+client = openai.OpenAI(base_url=os.environ["PROVIDER_URL"], api_key="sk-test", max_retries=0)
+for _ in client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}], stream=True):
+    pass
+# no flush, no shutdown: the provider auto installed exports at exit
+"""
+
+
+def _otlp_run(endpoint: str, provider_url: str, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "OTEL_SERVICE_NAME": "checkout", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+           "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "PROVIDER_URL": provider_url, **extra}  # fmt: skip
+    return subprocess.run([sys.executable, "-c", OTLP_APP], capture_output=True, text=True, timeout=90, env=env)
+
+
+@pytest.mark.parametrize(
+    "asked", [{"OTELSTREAM_OTEL_METRICS": "true"}, {"OTEL_METRICS_EXPORTER": "otlp"}], ids=["otelstream", "otel"]
+)
+def test_auto_delivers_metrics_over_otlp(asked: dict[str, str]) -> None:
+    """An OTLP-only shop got spans and no metrics, without a word: auto installed no MeterProvider."""
+    from otelstream.demo.provider import serve
+    from tests.support.otlp_receiver import otlp_http
+
+    with otlp_http() as (endpoint, received), serve(seed=5) as provider:
+        out = _otlp_run(endpoint, provider.openai_base_url, asked)
+        assert out.returncode == 0, out.stderr
+        assert received.wait_for_metric("otelstream.streams"), (received.metric_names, out.stderr)
+    assert {"gen_ai.client.operation.duration", "gen_ai.client.operation.time_to_first_chunk"} <= received.metric_names
+    streams = next(m for m in received.metrics if m.name == "otelstream.streams")
+    points = streams.sum.data_points
+    assert sum(p.as_int for p in points) == 1
+    attrs = {a.key: a.value.string_value for a in points[0].attributes}
+    assert attrs["surface"] == "chat_completions" and attrs["gen_ai.request.model"] == "gpt-4o"
+    assert received.service_names == {"checkout"}
+    assert [s.name for s in received.spans] and "missing" not in out.stderr
+
+
+def test_auto_sends_no_metrics_unless_asked() -> None:
+    """An OTLP endpoint alone asks for spans: metrics stay on /metrics (Prometheus), not pushed."""
+    from otelstream.demo.provider import serve
+    from tests.support.otlp_receiver import otlp_http
+
+    with otlp_http() as (endpoint, received), serve(seed=5) as provider:
+        out = _otlp_run(endpoint, provider.openai_base_url, {})
+        assert out.returncode == 0, out.stderr
+    assert received.spans and received.metric_names == set()

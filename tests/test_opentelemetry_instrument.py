@@ -1,5 +1,6 @@
-"""The zero-code launcher platform teams use: ``opentelemetry-instrument`` with ``opentelemetry-distro`` and OTLP
-over HTTP, with the environment the README gives, to a local receiver that decodes the protobuf. otelstream's spans
+"""The zero-code launcher platform teams use: ``opentelemetry-instrument`` with ``opentelemetry-distro``, over OTLP/HTTP
+with the environment the README gives and over the distro's default protocol (gRPC, ``otelstream[otlp-grpc]``), to a
+local receiver that decodes the protobuf. otelstream's spans
 and its OTel instruments arrive (they once did not: only spans, and only with OTELSTREAM_OTEL_METRICS=true); with
 OTELSTREAM_PROMETHEUS_PORT set, /metrics is served (it once was ignored there)."""
 
@@ -10,20 +11,16 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from otelstream.demo.provider import FakeProvider, serve
+from tests.support.otlp_receiver import Received, otlp_grpc, otlp_http
 from tests.support.paths import REPO
 
 pytest.importorskip("opentelemetry.distro")
-trace_pb2 = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
-metrics_pb2 = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
 
 APP = textwrap.dedent(
     """
@@ -44,49 +41,11 @@ APP = textwrap.dedent(
 )
 
 
-class _Receiver(ThreadingHTTPServer):
-    daemon_threads = True
-    spans: list[Any]
-    metric_names: set[str]
-    service_names: set[str]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Receiver
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if self.path == "/v1/traces":
-            req = trace_pb2.ExportTraceServiceRequest.FromString(body)
-            for rs in req.resource_spans:
-                self.server.service_names.update(
-                    a.value.string_value for a in rs.resource.attributes if a.key == "service.name"
-                )
-                for ss in rs.scope_spans:
-                    self.server.spans.extend(ss.spans)
-        elif self.path == "/v1/metrics":
-            req = metrics_pb2.ExportMetricsServiceRequest.FromString(body)
-            for rm in req.resource_metrics:
-                for sm in rm.scope_metrics:
-                    self.server.metric_names.update(m.name for m in sm.metrics)
-        self.send_response(200)
-        self.send_header("content-type", "application/x-protobuf")
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-
 @pytest.fixture
-def receiver() -> Iterator[_Receiver]:
-    server = _Receiver(("127.0.0.1", 0), _Handler)
-    server.spans, server.metric_names, server.service_names = [], set(), set()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def receiver() -> Iterator[Received]:
+    with otlp_http() as (endpoint, received):
+        received.endpoint = endpoint  # type: ignore[attr-defined]
+        yield received
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +54,7 @@ def provider() -> Iterator[FakeProvider]:
         yield p
 
 
-def _launch(tmp_path: Path, receiver: _Receiver, provider: FakeProvider, **extra: str) -> str:
+def _launch(tmp_path: Path, receiver: Received, provider: FakeProvider, **extra: str | None) -> str:
     launcher = Path(sys.executable).parent / "opentelemetry-instrument"
     if not launcher.exists() and shutil.which("opentelemetry-instrument") is None:
         pytest.skip("opentelemetry-instrument is not installed")
@@ -105,11 +64,12 @@ def _launch(tmp_path: Path, receiver: _Receiver, provider: FakeProvider, **extra
         "PYTHONPATH": str(REPO),
         # the README's environment, exactly
         "OTEL_SERVICE_NAME": "checkout",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.server_address[1]}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,  # type: ignore[attr-defined]
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "PROVIDER_URL": provider.openai_base_url,
         **extra,
     }
+    env = {k: v for k, v in env.items() if v is not None}  # None: leave the variable unset
     out = subprocess.run([str(launcher), sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -117,7 +77,7 @@ def _launch(tmp_path: Path, receiver: _Receiver, provider: FakeProvider, **extra
 
 
 def test_spans_and_otel_instruments_arrive_over_otlp(
-    tmp_path: Path, receiver: _Receiver, provider: FakeProvider
+    tmp_path: Path, receiver: Received, provider: FakeProvider
 ) -> None:
     _launch(tmp_path, receiver, provider)
     streams = [s for s in receiver.spans if s.name == "chat gpt-4o"]
@@ -129,7 +89,7 @@ def test_spans_and_otel_instruments_arrive_over_otlp(
 
 
 def test_the_prometheus_port_is_served_under_the_launcher(
-    tmp_path: Path, receiver: _Receiver, provider: FakeProvider
+    tmp_path: Path, receiver: Received, provider: FakeProvider
 ) -> None:
     import socket
 
@@ -138,6 +98,25 @@ def test_the_prometheus_port_is_served_under_the_launcher(
         port = s.getsockname()[1]
     text = _launch(tmp_path, receiver, provider, OTELSTREAM_PROMETHEUS_PORT=str(port))
     assert 'otelstream_streams_total{' in text and "gen_ai_client_operation_time_to_first_chunk_seconds_bucket" in text
+
+
+def test_the_distro_default_protocol_works_with_the_grpc_extra(tmp_path: Path, provider: FakeProvider) -> None:
+    """Without OTEL_EXPORTER_OTLP_PROTOCOL the distro picks gRPC; with only [otlp] installed the launcher's own
+    configuration failed and nothing at all was on. The README names the extra that makes its default work."""
+    import socket
+
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.grpc", reason="otelstream[otlp-grpc] not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with otlp_grpc() as (endpoint, received):
+        received.endpoint = endpoint  # type: ignore[attr-defined]
+        text = _launch(tmp_path, received, provider, OTEL_EXPORTER_OTLP_PROTOCOL=None,
+                       OTELSTREAM_PROMETHEUS_PORT=str(port))  # fmt: skip
+        assert received.wait_for_metric("otelstream.streams"), received.metric_names
+    assert len([s for s in received.spans if s.name == "chat gpt-4o"]) == 2
+    assert received.service_names == {"checkout"}
+    assert "otelstream_streams_total{" in text
 
 
 NO_PROVIDER = textwrap.dedent(
