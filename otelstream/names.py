@@ -280,6 +280,8 @@ OTEL_ANOMALIES: Final = "otelstream.stream.anomalies"
 OTEL_STREAMS_ACTIVE: Final = "otelstream.streams.active"
 OTEL_STREAMS_STALLED: Final = "otelstream.streams.stalled"
 OTEL_REPORTS_DROPPED: Final = "otelstream.reports.dropped"
+OTEL_RATELIMIT_REMAINING: Final = "otelstream.ratelimit.remaining"
+OTEL_RATELIMIT_LIMIT: Final = "otelstream.ratelimit.limit"
 
 # Prometheus family names as prometheus_client takes them (it appends _total/_bucket/_sum/_count).
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -294,6 +296,8 @@ PROM_ANOMALIES: Final = "otelstream_stream_anomalies"  # ..._total
 PROM_STREAMS_ACTIVE: Final = "otelstream_streams_active"
 PROM_STREAMS_STALLED: Final = "otelstream_streams_stalled"
 PROM_REPORTS_DROPPED: Final = "otelstream_reports_dropped"  # ..._total
+PROM_RATELIMIT_REMAINING: Final = "otelstream_ratelimit_remaining"
+PROM_RATELIMIT_LIMIT: Final = "otelstream_ratelimit_limit"
 
 # labels
 LABEL_PROVIDER: Final = "gen_ai_provider_name"
@@ -337,5 +341,28 @@ DURATION_BUCKETS: Final = (
 TIME_PER_CHUNK_BUCKETS: Final = (0.001, 0.0025, 0.005, *DURATION_BUCKETS)
 TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, … 4**13
 
-# the request header whose value we keep (the one header ever recorded)
+# the response headers whose value we keep: the request id, and the rate-limit numbers below (nothing else is read)
 REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id")
+
+# --- rate-limit headroom: the `kind` label of otelstream_ratelimit_remaining / _limit -------------------------------
+RL_REQUESTS: Final = "requests"
+RL_TOKENS: Final = "tokens"
+RL_INPUT_TOKENS: Final = "input_tokens"
+RL_OUTPUT_TOKENS: Final = "output_tokens"
+RATELIMIT_KINDS: Final = (RL_REQUESTS, RL_TOKENS, RL_INPUT_TOKENS, RL_OUTPUT_TOKENS)
+# response header (lower case) -> (kind, True for the remaining count / False for the limit); read as numbers only.
+# OpenAI and most compatible servers send x-ratelimit-*, Anthropic anthropic-ratelimit-* (input/output where sent).
+RATELIMIT_HEADERS: Final = {
+    "x-ratelimit-remaining-requests": (RL_REQUESTS, True),
+    "x-ratelimit-limit-requests": (RL_REQUESTS, False),
+    "x-ratelimit-remaining-tokens": (RL_TOKENS, True),
+    "x-ratelimit-limit-tokens": (RL_TOKENS, False),
+    "anthropic-ratelimit-requests-remaining": (RL_REQUESTS, True),
+    "anthropic-ratelimit-requests-limit": (RL_REQUESTS, False),
+    "anthropic-ratelimit-tokens-remaining": (RL_TOKENS, True),
+    "anthropic-ratelimit-tokens-limit": (RL_TOKENS, False),
+    "anthropic-ratelimit-input-tokens-remaining": (RL_INPUT_TOKENS, True),
+    "anthropic-ratelimit-input-tokens-limit": (RL_INPUT_TOKENS, False),
+    "anthropic-ratelimit-output-tokens-remaining": (RL_OUTPUT_TOKENS, True),
+    "anthropic-ratelimit-output-tokens-limit": (RL_OUTPUT_TOKENS, False),
+}

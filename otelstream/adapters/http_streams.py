@@ -45,7 +45,7 @@ from otelstream.adapters.calls import CURRENT, KEY, OBSERVED, RUNTIME, begin_cal
 from otelstream.adapters.ending import is_cancel
 from otelstream.adapters.http_body import attach, is_sse, read_already, status_ok
 from otelstream.adapters.http_decoding import Observed
-from otelstream.adapters.request import header, http_send, server_of
+from otelstream.adapters.request import header, http_send, ratelimits_of, server_of
 from otelstream.core.report import StreamStart
 
 MAX_BODY = 512 * 1024  # request bodies parsed for the model and flags; a larger body is not read (model unknown)
@@ -154,6 +154,7 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Obse
 # --- the send -------------------------------------------------------------------------------------------------
 def _send_done(obs: Observed, response: Any) -> None:
     with _guard.guard("http_streams.send"):
+        obs.tracker.ratelimits = ratelimits_of(response)  # the final answer's (after redirects)
         if obs.wrapped:
             return
         if not status_ok(response):
@@ -269,6 +270,7 @@ def _late(request: Any, surface: str, response: Any, t_send: int, scope: str) ->
             return
         tracker = obs.tracker
         tracker.t_request = tracker.t_last_ns = t_send
+        tracker.ratelimits = ratelimits_of(response)
         attach(obs, response)
         if not obs.wrapped:
             read_already(obs, response)

@@ -4,6 +4,7 @@ the request options and the answer's headers say."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ from otelstream import _guard, names
 from otelstream.adapters._patch import Wrapper
 from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, Call, finish
 from otelstream.adapters.ending import error_type_of, is_cancel
+from otelstream.core.report import RateLimit
 
 Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]", "tuple[str, ...]"], "Call | None"]
 After = Callable[["Call", Any], None]
@@ -86,13 +88,60 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     """``httpx2.Client.send`` / ``AsyncClient.send``: while an SDK send path of one of our calls runs (``sending``),
     the request leaves here, after the SDK prepared it (anthropic signs or refreshes a token in ``_prepare_request``,
     inside ``_attempt_request``): ``t_request`` is this moment, the last such send winning. For the async client the
-    coroutine is created here, right where the SDK awaits it. Clients of any other kind keep the SDK hook's time."""
+    coroutine is created here, right where the SDK awaits it. Clients of any other kind keep the SDK hook's time.
+    The answer's rate-limit headroom is read here too (``ratelimits_of``), 2xx or not: a 429 carries it as well."""
     call = CURRENT.get()
-    if call is not None and call.sending and not call.bound:
-        with _guard.guard("adapters.http_send"):
-            tracker = call.tracker
-            tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
-    return wrapped(*args, **kwargs)
+    if call is None or not call.sending or call.bound:
+        return wrapped(*args, **kwargs)
+    with _guard.guard("adapters.http_send"):
+        tracker = call.tracker
+        tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
+    result = wrapped(*args, **kwargs)
+    if inspect.iscoroutine(result):
+        return _headroom_when_sent(result, call)
+    _keep_headroom(call, result)
+    return result
+
+
+async def _headroom_when_sent(sending: Any, call: Call) -> Any:
+    response = await sending
+    _keep_headroom(call, response)
+    return response
+
+
+def _keep_headroom(call: Call, response: Any) -> None:
+    """Each attempt's answer replaces the last one's numbers (a 429 that the SDK retried is not the headroom now)."""
+    with _guard.guard("adapters.ratelimits"):
+        call.tracker.ratelimits = ratelimits_of(response)
+
+
+def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
+    """The rate-limit numbers of an answer's headers (``names.RATELIMIT_HEADERS``), one ``RateLimit`` per kind sent.
+    Only those headers are looked at, and only a plain non-negative number is kept (a header is server data)."""
+    try:
+        items = response.headers.items()
+    except Exception:
+        return ()
+    found: dict[str, list[float | None]] = {}
+    for key, value in items:
+        spec = names.RATELIMIT_HEADERS.get(key.lower() if isinstance(key, str) else key)
+        if spec is None:
+            continue
+        number = _number(value)
+        if number is not None:
+            pair = found.setdefault(spec[0], [None, None])
+            pair[0 if spec[1] else 1] = number
+    return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
+
+
+def _number(value: object) -> float | None:
+    if not isinstance(value, str) or len(value) > 24:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def request_params(body: object) -> dict[str, Any]:

@@ -132,6 +132,7 @@ def build_report(
             "stall_count": s.stall_count,
             "chunk_counts": tuple(chunk_counts),
             "chunk_sums_ns": spread_sums(chunk_counts, chunk_total),
+            "ratelimits": s.ratelimits,
             "unobserved": tuple(sorted(unobserved)) if unobserved else (),
         },
     )

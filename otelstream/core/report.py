@@ -135,6 +135,16 @@ class Stall:
     wait_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """The rate-limit headroom the server sent with the answer, for one ``kind`` (``names.RATELIMIT_KINDS``): its
+    numbers only, None where that header was not sent."""
+
+    kind: str
+    remaining: float | None = None
+    limit: float | None = None
+
+
 @dataclass(frozen=True)
 class StreamReport:
     """Everything measured about one stream, produced exactly once when it ends (public as
@@ -184,6 +194,8 @@ class StreamReport:
     # time per output chunk: per bucket of names.TIME_PER_CHUNK_BUCKETS (+ overflow), count and sum (ns)
     chunk_counts: tuple[int, ...] = ()
     chunk_sums_ns: tuple[int, ...] = ()
+    # rate-limit headroom from the answer's headers at the send (the last attempt's), one per kind the server sent
+    ratelimits: tuple[RateLimit, ...] = ()
     # the names.MEASURE_* this stream could not observe (a patch point missing from the installed SDK): those fields
     # are None, their metrics are not recorded; duration (the span's times) stays, its histogram is not recorded
     unobserved: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from otelstream import names
-from otelstream.core.report import Anomaly, Stall, StreamReport, StreamStart
+from otelstream.core.report import Anomaly, RateLimit, Stall, StreamReport, StreamStart
 
 Clock = Callable[[], int]
 # one wire protocol's reading of an event (``core/protocols/``): (the stream's state, the event's field dict, its SSE
@@ -77,6 +77,7 @@ class StreamState:
         "max_wait_ns",
         "others",
         "rank",
+        "ratelimits",
         "report",
         "request_id",
         "response_id",
@@ -198,6 +199,7 @@ class StreamState:
         self.system_fingerprint: str | None = None
         self.report: StreamReport | None = None  # the one report, once ended (otelstream.report_of reads it)
         self.request_id = request_id
+        self.ratelimits: tuple[RateLimit, ...] = ()  # set by the adapter from the answer's headers at the send
         self.retries = retries
         self.starting_after = starting_after
         self.client_filter_after = client_filter_after

@@ -23,7 +23,7 @@ from otelstream.core.report import StreamReport
 from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_merge, points
+from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_merge, last_values, points
 from otelstream.export.watchdog import LiveStreams
 
 _PORT = names.LABEL_SERVER_PORT
@@ -58,6 +58,8 @@ class OtelInstruments:
                 )  # fmt: skip
             elif spec.kind == "counter":
                 inst = meter.create_counter(spec.otel, unit=spec.unit, description=spec.doc)
+            elif spec.kind == "last":
+                inst = meter.create_gauge(spec.otel, unit=spec.unit, description=spec.doc)
             else:
                 # An up-down count observed at collection time: exact at any moment, like the native gauge.
                 inst = meter.create_observable_up_down_counter(
@@ -127,6 +129,8 @@ class OtelMetricsSink:
         ctx = trace.set_span_in_context(handle.span)
         for family, label_values, value in points(report, common, handle.labels[-1]):
             self._record(family, (family, label_values), int(value) if family in _COUNTERS else value, ctx)
+        for family, label_values, value in last_values(report, common):
+            self._i[family].set(value, self._attributes((family, label_values)), context=ctx)
         merge = list(chunk_merge(report))
         if merge:
             family = names.PROM_TIME_PER_OUTPUT_CHUNK

@@ -30,6 +30,8 @@ _OWN: dict[str, tuple[str, ...]] = {
     names.PROM_STREAMS_ACTIVE: (names.LABEL_SURFACE,),
     names.PROM_STREAMS_STALLED: (names.LABEL_SURFACE,),
     names.PROM_REPORTS_DROPPED: (),
+    names.PROM_RATELIMIT_REMAINING: (names.LABEL_KIND,),
+    names.PROM_RATELIMIT_LIMIT: (names.LABEL_KIND,),
 }
 # the built-in label names: an application attribute's label must not be one of them
 BUILTIN_LABELS = frozenset({*COMMON, *(label for own in _OWN.values() for label in own), "le", "quantile"})
@@ -84,7 +86,7 @@ class Spec:
 
     prom: str
     otel: str
-    kind: str  # "histogram" | "counter" | "gauge"
+    kind: str  # "histogram" | "counter" | "gauge" (live, counted when read) | "last" (the last value recorded)
     unit: str
     doc: str
     buckets: tuple[float, ...] = ()
@@ -112,6 +114,11 @@ SPECS: tuple[Spec, ...] = (
          "Open streams blocked inside the SDK's wait longer than the stall threshold right now"),
     Spec(names.PROM_REPORTS_DROPPED, names.OTEL_REPORTS_DROPPED, "counter", "{report}",
          "Stream reports dropped because the export queue was full"),
+    # last-value gauges (kind "last"): what the server's rate-limit headers said on the latest answer
+    Spec(names.PROM_RATELIMIT_REMAINING, names.OTEL_RATELIMIT_REMAINING, "last", "{request_or_token}",
+         "Requests or tokens left in the current rate-limit window, as the server's headers said on the latest answer"),
+    Spec(names.PROM_RATELIMIT_LIMIT, names.OTEL_RATELIMIT_LIMIT, "last", "{request_or_token}",
+         "The rate limit (requests or tokens per window), as the server's headers said on the latest answer"),
 )  # fmt: skip
 SPEC_BY_PROM: dict[str, Spec] = {s.prom: s for s in SPECS}
 
@@ -155,6 +162,15 @@ def points(
         # The label is a closed enum: sequence_* kinds have their own family, anything else is not a label value.
         if n > 0 and kind in _PROTOCOL_KINDS:
             yield (names.PROM_ANOMALIES, (*common, surface, kind), float(n))
+
+
+def last_values(report: StreamReport, common: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...], float]]:
+    """(family, label values, value) of the last-value gauges one report sets: the rate-limit headroom per kind."""
+    for rl in report.ratelimits:
+        if rl.remaining is not None:
+            yield (names.PROM_RATELIMIT_REMAINING, (*common, rl.kind), rl.remaining)
+        if rl.limit is not None:
+            yield (names.PROM_RATELIMIT_LIMIT, (*common, rl.kind), rl.limit)
 
 
 def chunk_merge(report: StreamReport) -> Iterator[tuple[int, int, float, float]]:

@@ -34,7 +34,7 @@ from otelstream.export._sdk_internals import prometheus_histogram
 from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import SPECS, Schema, chunk_merge, points
+from otelstream.export.points import SPECS, Schema, chunk_merge, last_values, points
 from otelstream.export.watchdog import Counts, LiveStreams
 
 logger = logging.getLogger("otelstream")
@@ -117,6 +117,9 @@ class PromFamilies:
                     m: Any = _Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
                 elif spec.kind == "counter":
                     m = _Counter(spec.prom, spec.doc, labelnames, registry=registry)
+                elif spec.kind == "last":
+                    # the latest value wins, across worker processes too (mostrecent, in multiprocess mode)
+                    m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="mostrecent")
                 elif self.multiprocess:
                     # livesum: the sum over live processes (a dead worker's open streams are not open any more).
                     m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="livesum")
@@ -202,6 +205,8 @@ class PrometheusSink:
                 child.inc(value)
             else:
                 prometheus_histogram.observe(child, parts, value, exemplar, now)
+        for family, label_values, value in last_values(report, common):
+            self._child(family, label_values)[0].set(value)
         self._merge_chunks(report, common, exemplar, now)
 
     def _merge_chunks(
