@@ -1,4 +1,4 @@
-"""The ``otelstream`` command: ``check``, ``demo``, ``dashboards``.
+"""The ``otelstream`` command: ``check``, ``demo``, ``dashboards``, ``doctor``.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``; this module
 only dispatches, so ``otelstream check`` never imports the SDKs or the exporters.
@@ -15,6 +15,7 @@ _SUBCOMMANDS = {
     "check": ("otelstream.offline", "analyse recorded stream bodies (.sse) and WebSocket transcripts (.jsonl)"),
     "demo": ("otelstream.demo.run", "stream through a local fake provider and show what otelstream measures"),
     "dashboards": ("otelstream.dashboards", "write the Grafana dashboards and Prometheus rules to a folder"),
+    "doctor": ("otelstream.doctor.command", "check that otelstream reports right on the SDKs installed here"),
 }
 
 

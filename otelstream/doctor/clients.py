@@ -1,0 +1,82 @@
+"""The installed SDKs' own clients over the mock transport, and one stream opener per surface (the entry points an
+application calls: ``responses.create``, ``chat.completions.create``, ``completions.create``, ``messages.create``,
+each with ``stream=True``).
+
+Retries are off (each cell is one attempt), the SDK's own tracing is off where it has one (its spans would reach the
+application's tracer provider), and every request carries the header that names its cell.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any, Final
+
+from otelstream import names
+from otelstream.doctor.bodies import Served
+from otelstream.doctor.transport import CELL_HEADER, handler, http_library
+
+SDK_BY_SURFACE: Final = {
+    names.RESPONSES: "openai",
+    names.CHAT_COMPLETIONS: "openai",
+    names.COMPLETIONS: "openai",
+    names.MESSAGES: "anthropic",
+}
+_BASE_URL: Final = {"openai": "http://otelstream-doctor.invalid/v1", "anthropic": "http://otelstream-doctor.invalid"}
+_PROMPT: Final = [{"role": "user", "content": "x"}]
+
+Opener = Callable[[Any, str], Any]  # (client, cell key) -> the SDK's stream (an awaitable of it on async clients)
+
+
+def installed(sdk: str) -> bool:
+    return importlib.util.find_spec(sdk) is not None
+
+
+def make_client(sdk: str, plans: Mapping[str, Served], *, is_async: bool) -> Any:
+    module: ModuleType = importlib.import_module(sdk)
+    http = http_library(module)
+    transport = http.MockTransport(handler(http, plans, is_async=is_async))
+    http_client = http.AsyncClient(transport=transport) if is_async else http.Client(transport=transport)
+    cls = getattr(module, ("Async" if is_async else "") + ("OpenAI" if sdk == "openai" else "Anthropic"))
+    kwargs: dict[str, Any] = {"api_key": "otelstream-doctor", "base_url": _BASE_URL[sdk], "http_client": http_client,
+                              "max_retries": 0, "timeout": 5.0}  # fmt: skip
+    if "open_telemetry" in inspect.signature(cls.__init__).parameters:  # anthropic 1.14+ traces on its own
+        kwargs["open_telemetry"] = False
+    return cls(**kwargs)
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {CELL_HEADER: key}
+
+
+def _responses(client: Any, key: str) -> Any:
+    return client.responses.create(model="gpt-doctor", input="x", stream=True, extra_headers=_headers(key))
+
+
+_USAGE: Final = {"include_usage": True}  # the usage chunk, as applications that count tokens ask for it
+
+
+def _chat(client: Any, key: str) -> Any:
+    return client.chat.completions.create(model="gpt-doctor", messages=_PROMPT, stream=True, stream_options=_USAGE,
+                                          extra_headers=_headers(key))  # fmt: skip
+
+
+def _completions(client: Any, key: str) -> Any:
+    return client.completions.create(model="gpt-doctor", prompt="x", stream=True, stream_options=_USAGE,
+                                     extra_headers=_headers(key))  # fmt: skip
+
+
+def _messages(client: Any, key: str) -> Any:
+    return client.messages.create(model="claude-doctor", max_tokens=16, messages=_PROMPT, stream=True,
+                                  extra_headers=_headers(key))  # fmt: skip
+
+
+OPENERS: Final[Mapping[str, Opener]] = {
+    names.RESPONSES: _responses,
+    names.CHAT_COMPLETIONS: _chat,
+    names.COMPLETIONS: _completions,
+    names.MESSAGES: _messages,
+}

@@ -1,0 +1,33 @@
+"""``otelstream doctor [--json] [--surface S ...]``: run the fault matrix on this environment's SDKs and HTTP
+libraries; exit 1 on any mismatch (or a missing patch point), 0 when every cell held."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from otelstream import names
+
+_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES, names.RESPONSES_WEBSOCKET)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run the fault matrix (completed, cut, reset, in-band errors, incomplete, keepalives, sequence gap, [DONE] "
+        "rules, break/close/cancel/garbage collection, 429, 503, read timeouts) through the installed SDKs and HTTP "
+        "libraries, in-process over their mock transports (no network, no content), and compare what otelstream "
+        "reports with what it must report. Run it after upgrading any dependency. Exit 1 on any mismatch."
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    parser.add_argument("--surface", action="append", choices=_SURFACES, metavar="SURFACE",
+                        help=f"only this surface (repeatable): {', '.join(_SURFACES)}")  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    from otelstream.doctor import render, runner
+
+    # the patcher's own WARNING for a missing patch point would repeat what the output says, on stderr
+    logging.getLogger("otelstream").setLevel(logging.ERROR)
+    result = runner.run(args.surface)
+    print(render.json_text(result) if args.json else render.text(result))
+    return 0 if result.ok else 1

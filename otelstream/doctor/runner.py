@@ -1,0 +1,258 @@
+"""Running the matrix: every cell (surface × sync/async × fault) through the installed SDK's own client over the mock
+transport, observed by the real patches and reported to the doctor's listener only; then each cell's one report
+compared with what the contract says it must be.
+
+The measures compared: outcome, error class, abandonment reason, whether a time to first delta was measured, events,
+deltas, keepalives, usage (input and output tokens as sent), sequence gaps (Responses), whether `[DONE]` was seen,
+the protocol anomalies (where the fault is about them), and that nothing was left unobserved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import importlib
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from otelstream import names
+from otelstream.core.report import StreamReport
+from otelstream.doctor import bodies, callers, clients, patchpoints
+from otelstream.doctor import faults as F
+from otelstream.doctor.listener import CELL, DoctorListener, Routing, routed
+from otelstream.doctor.versions import versions
+
+_ASYNC_CELL_TIMEOUT_S: Final = 5.0  # a cell that hangs (a cancellation swallowed) is a mismatch, not a hung doctor
+NOT_COVERED: Final = (
+    f"{names.RESPONSES_WEBSOCKET}: not covered (WebSocket mode needs a socket server; its patch points are checked)",
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    surface: str
+    mode: str
+    fault: F.Fault
+
+    @property
+    def key(self) -> str:
+        return f"{self.surface}/{self.mode}/{self.fault.name}"
+
+
+@dataclass(frozen=True)
+class Row:
+    cell: Cell
+    expected: dict[str, Any]
+    observed: dict[str, Any] | None  # None: no report (or more than one: see ``problem``)
+    mismatches: tuple[str, ...]  # the measures that differ
+    problem: str | None = None  # no report, several, a hang, or the cell could not run
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and self.problem is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"surface": self.cell.surface, "mode": self.cell.mode, "fault": self.cell.fault.name, "ok": self.ok,
+                "expected": self.expected, "observed": self.observed, "mismatches": list(self.mismatches),
+                "problem": self.problem}  # fmt: skip
+
+
+@dataclass
+class Result:
+    rows: list[Row] = field(default_factory=list)
+    missing: list[patchpoints.MissingPoint] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    versions: dict[str, str | None] = field(default_factory=dict)
+    seconds: float = 0.0
+    interrupted: bool = False  # instrumentation changed (or a stop was asked) mid-run: the rows prove nothing
+
+    @property
+    def failed(self) -> list[Row]:
+        return [r for r in self.rows if not r.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.missing and not self.interrupted
+
+
+def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list[Cell]:
+    """The matrix for the installed SDKs, in order: surface, mode, fault."""
+    wanted = F.SSE_SURFACES if surfaces is None else tuple(s for s in F.SSE_SURFACES if s in surfaces)
+    return [
+        Cell(surface, mode, fault)
+        for surface in wanted
+        if clients.installed(clients.SDK_BY_SURFACE[surface])
+        for mode in F.MODES
+        for fault in F.FAULTS
+        if surface in fault.surfaces and mode in fault.modes and (fault.small or not small)
+    ]
+
+
+def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
+    fault = cell.fault
+    counts = bodies.expected_counts(cell.surface, bodies.delivered(served, fault.caller))
+    expected = {
+        "outcome": fault.outcome,
+        "error_class": F.error_class_for(fault, cell.surface),
+        "abandoned_reason": fault.abandoned_reason,
+        "ttfd": counts.ttfd,
+        "events": counts.events,
+        "deltas": counts.deltas,
+        "keepalives": counts.keepalives,
+        "usage": list(counts.usage),
+        "sequence_gaps": counts.sequence_gaps,
+        "done_sentinel": counts.done_sentinel,
+        "anomalies": None if fault.anomalies is None else sorted(fault.anomalies),
+        "unobserved": [],
+    }
+    for measure in fault.uncompared:
+        expected[measure] = None
+    return expected
+
+
+def observed_of(cell: Cell, report: StreamReport) -> dict[str, Any]:
+    return {
+        "outcome": report.outcome,
+        "error_class": report.error_class,
+        "abandoned_reason": report.abandoned_reason,
+        "ttfd": report.time_to_first_delta_ns is not None,
+        "events": report.events,
+        "deltas": report.deltas,
+        "keepalives": report.keepalives,
+        "usage": [report.usage.input_tokens, report.usage.output_tokens],
+        "sequence_gaps": report.sequence.gaps if cell.surface == names.RESPONSES else None,
+        "done_sentinel": report.done_sentinel,
+        "anomalies": sorted(kind for kind, n in report.anomaly_counts if n),
+        "unobserved": sorted(report.unobserved),
+    }
+
+
+def compare(cell: Cell, expected: dict[str, Any], reports: list[StreamReport], problem: str | None = None) -> Row:
+    if problem is None and len(reports) != 1:
+        problem = "no report" if not reports else f"{len(reports)} reports for one stream"
+    if len(reports) != 1:
+        return Row(cell, expected, None, (), problem)
+    observed = observed_of(cell, reports[0])
+    differ = tuple(k for k, v in expected.items() if v is not None and observed.get(k) != v)
+    return Row(cell, expected, observed, differ, problem)
+
+
+class _Run:
+    """One run's plans, listener and results; the ``stop`` event (set on another thread) ends it between cells."""
+
+    def __init__(self, chosen: list[Cell], stop: threading.Event | None) -> None:
+        self.cells = chosen
+        self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen}
+        self.problems: dict[str, str] = {}
+        self.listener = DoctorListener()
+        self._stop = stop
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop is not None and self._stop.is_set()
+
+    def sync_cells(self, sdk: str, mode_cells: list[Cell], routing: Routing) -> None:
+        client = clients.make_client(sdk, self.served, is_async=False)
+        try:
+            for cell in mode_cells:
+                if self.stopped or not routing.intact:
+                    return
+                served = self.served[cell.key]
+                opener = clients.OPENERS[cell.surface]
+                token = CELL.set(cell.key)
+                try:
+                    callers.run_sync(functools.partial(opener, client, cell.key), cell.fault.caller,
+                                     bodies.reads(served, cell.fault.caller))  # fmt: skip
+                except Exception as exc:  # the doctor's own harness failing: a mismatch with the reason, no crash
+                    self.problems[cell.key] = f"could not run: {exc!r}"
+                finally:
+                    CELL.reset(token)
+        finally:
+            client.close()
+
+    async def async_cells(self, sdk: str, mode_cells: list[Cell], routing: Routing) -> None:
+        client = clients.make_client(sdk, self.served, is_async=True)
+        try:
+            for cell in mode_cells:
+                if self.stopped or not routing.intact:
+                    return
+                served = self.served[cell.key]
+                opener = clients.OPENERS[cell.surface]
+                token = CELL.set(cell.key)
+                try:
+                    run = callers.run_async(functools.partial(opener, client, cell.key), cell.fault.caller,
+                                            bodies.reads(served, cell.fault.caller), served.holding)  # fmt: skip
+                    await asyncio.wait_for(run, _ASYNC_CELL_TIMEOUT_S)
+                except asyncio.TimeoutError:
+                    self.problems[cell.key] = f"hung: no end within {_ASYNC_CELL_TIMEOUT_S:g} s"
+                except Exception as exc:
+                    self.problems[cell.key] = f"could not run: {exc!r}"
+                finally:
+                    CELL.reset(token)
+        finally:
+            await client.close()
+
+
+def run(surfaces: Sequence[str] | None = None, *, small: bool = False, stop: threading.Event | None = None) -> Result:
+    """Run the matrix (``small``: the runtime self-check's) on the installed SDKs. ``stop``, if given, is a
+    ``threading.Event`` that ends the run between cells (the result is then ``interrupted``)."""
+    start = time.monotonic()
+    chosen = cells(surfaces, small=small)
+    state = _Run(chosen, stop)
+    result = Result(versions=versions(), notes=list(NOT_COVERED))
+    sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen))
+    with routed(state.listener) as routing:
+        for sdk in sdks:
+            importlib.import_module(sdk)
+        if not small:
+            patchpoints.import_patch_modules(sdks)
+        with _young_heap(any(c.fault.caller == F.DROP for c in chosen)):
+            for sdk in sdks:
+                for mode in F.MODES:
+                    mode_cells = [c for c in chosen if clients.SDK_BY_SURFACE[c.surface] == sdk and c.mode == mode]
+                    if not mode_cells:
+                        continue
+                    if mode == F.SYNC:
+                        state.sync_cells(sdk, mode_cells, routing)
+                    else:
+                        _run_loop(state.async_cells(sdk, mode_cells, routing))
+        result.interrupted = state.stopped or not routing.intact
+    missing, notes = patchpoints.missing()
+    result.missing = missing
+    result.notes.extend(notes)
+    result.rows = [
+        compare(c, expected_of(c, state.served[c.key]), state.listener.reports_of(c.key), state.problems.get(c.key))
+        for c in chosen
+    ]
+    result.seconds = time.monotonic() - start
+    return result
+
+
+@contextlib.contextmanager
+def _young_heap(needed: bool) -> Iterator[None]:
+    """The drop cells need a cyclic collection each (the SDKs' streams sit in reference cycles); with the heap there
+    was before the run frozen out of the collector's sight, each costs milliseconds instead of a full-heap pass."""
+    if not needed:
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _run_loop(main: Any) -> None:
+    """A private event loop on this thread, closed after its async generators are finalized (an SDK stream dropped
+    unclosed is finalized there)."""
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(main)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
