@@ -58,6 +58,16 @@ OUTCOMES: Final = (COMPLETED, INCOMPLETE, FAILED, ERROR, CUT, ABANDONED, TRANSPO
 # Outcomes that mean the caller did not get a whole answer because something broke: span status ERROR, and the
 # only ones with an error class.
 BAD_OUTCOMES: Final = (FAILED, ERROR, CUT, TRANSPORT_ERROR, HTTP_ERROR)
+# chat / legacy-completions finish reasons that end a generation in error (vLLM sends "abort" for an aborted request,
+# other servers "error"): outcome error, error_type the reason, class server_error (DESIGN §2)
+ERROR_FINISH_REASONS: Final = ("abort", "error")
+
+# --- failure phases (a bad outcome's; span attribute otelstream.failure_phase, label `phase`, DESIGN §2) ---------
+# before_output: no delta reached the caller before the failure, so a retry is invisible to the end user;
+# during_output: the user saw part of an answer. http_error is always before_output; good outcomes have none.
+PHASE_BEFORE_OUTPUT: Final = "before_output"
+PHASE_DURING_OUTPUT: Final = "during_output"
+FAILURE_PHASES: Final = (PHASE_BEFORE_OUTPUT, PHASE_DURING_OUTPUT)
 
 # --- error classes (a closed set; the `error_type` metric label and otelstream.error_class, DESIGN §2) ----------
 # One per stream with a bad outcome, so a dashboard can tell rate limiting from an outage. Good outcomes have none.
@@ -255,6 +265,9 @@ ATTR_STREAM_ID: Final = "otelstream.stream_id"
 ATTR_TIME_TO_FIRST_EVENT: Final = "otelstream.time_to_first_event"
 # TTFD on every stream span, the INTERNAL child included (where gen_ai.response.time_to_first_chunk is the SDK's)
 ATTR_TIME_TO_FIRST_DELTA: Final = "otelstream.time_to_first_delta"
+# TTFO: to the first delta that is not reasoning (the answer the user waits for)
+ATTR_TIME_TO_FIRST_OUTPUT: Final = "otelstream.time_to_first_output"
+ATTR_FAILURE_PHASE: Final = "otelstream.failure_phase"  # a bad outcome's: before_output / during_output
 ATTR_MAX_WAIT: Final = "otelstream.max_wait"
 ATTR_CONSUMER_TIME: Final = "otelstream.consumer_time"
 ATTR_EVENTS: Final = "otelstream.events"
@@ -274,6 +287,7 @@ OTEL_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 OTEL_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"
 OTEL_STREAMS: Final = "otelstream.streams"
 OTEL_TIME_TO_FIRST_EVENT: Final = "otelstream.stream.time_to_first_event"
+OTEL_TIME_TO_FIRST_OUTPUT: Final = "otelstream.stream.time_to_first_output"
 OTEL_MAX_WAIT: Final = "otelstream.stream.max_wait"
 OTEL_SEQUENCE_ANOMALIES: Final = "otelstream.stream.sequence_anomalies"
 OTEL_ANOMALIES: Final = "otelstream.stream.anomalies"
@@ -290,6 +304,7 @@ PROM_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_s
 PROM_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai_client_operation_time_per_output_chunk_seconds"
 PROM_STREAMS: Final = "otelstream_streams"  # exposed as otelstream_streams_total
 PROM_TIME_TO_FIRST_EVENT: Final = "otelstream_stream_time_to_first_event_seconds"
+PROM_TIME_TO_FIRST_OUTPUT: Final = "otelstream_stream_time_to_first_output_seconds"
 PROM_MAX_WAIT: Final = "otelstream_stream_max_wait_seconds"
 PROM_SEQUENCE_ANOMALIES: Final = "otelstream_stream_sequence_anomalies"  # ..._total
 PROM_ANOMALIES: Final = "otelstream_stream_anomalies"  # ..._total
@@ -311,6 +326,7 @@ LABEL_SURFACE: Final = "surface"
 LABEL_OUTCOME: Final = "outcome"
 LABEL_KIND: Final = "kind"
 LABEL_ERROR_TYPE: Final = "error_type"
+LABEL_PHASE: Final = "phase"  # the failure phase: bad outcomes only, empty (absent) for good ones
 # Every series carries these, then one label per application attribute named in ``metric_attributes``.
 COMMON_LABELS: Final = (
     LABEL_PROVIDER, LABEL_OPERATION, LABEL_MODEL, LABEL_SERVER_ADDRESS, LABEL_SERVER_PORT, LABEL_RESPONSE_MODEL,
@@ -328,6 +344,7 @@ OTEL_ATTR_BY_LABEL: Final = {
     LABEL_OUTCOME: LABEL_OUTCOME,
     LABEL_KIND: LABEL_KIND,
     LABEL_ERROR_TYPE: ATTR_ERROR_TYPE,
+    LABEL_PHASE: LABEL_PHASE,
 }
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"

@@ -48,6 +48,7 @@ def build_report(
     t0 = s.t_request
     ttfe = s.t_first_event - t0 if s.t_first_event else None
     ttfd = s.t_first_delta - t0 if s.t_first_delta else None
+    ttfo = s.t_first_output - t0 if s.t_first_output else None
     retries: int | None = s.retries
     keepalives: int | None = s.keepalives
     done: bool | None = s.done_seen
@@ -56,7 +57,7 @@ def build_report(
         if names.MEASURE_TIME_TO_FIRST_EVENT in unobserved:
             ttfe = None
         if names.MEASURE_TIME_TO_FIRST_DELTA in unobserved:
-            ttfd = None
+            ttfd = ttfo = None  # both rest on t_request stamped at the send
         if names.MEASURE_RETRIES in unobserved:
             retries = None
         if names.MEASURE_KEEPALIVES in unobserved:
@@ -116,6 +117,8 @@ def build_report(
             "t_end_ns": max(t_end, t0),
             "time_to_first_event_ns": ttfe,
             "time_to_first_delta_ns": ttfd,
+            "time_to_first_output_ns": ttfo,
+            "first_output_event": s.first_output_event if s.t_first_output else None,
             "max_wait_ns": max(0, s.max_wait_ns),
             "wait_ns": max(0, s.wait_ns),  # never negative, even with an injected clock that went backwards
             "consumer_ns": max(0, s.consumer_ns),

@@ -1,6 +1,7 @@
 """The error class of a stream (DESIGN §2, "Error classes"): which of ``names.ERROR_CLASSES`` a bad outcome is, from
-the provider's code, the HTTP status, the exception and the outcome. Derived once per stream, at its end. Pure
-module: exceptions are matched by the names of the classes in their MRO, so no SDK or httpx import is needed.
+the provider's code and type, the HTTP status, a status inside the error body, the exception and the outcome. Derived
+once per stream, at its end. Pure module: exceptions are matched by the names of the classes in their MRO, so no SDK
+or httpx import is needed.
 """
 
 from __future__ import annotations
@@ -42,18 +43,99 @@ def status_of(exc: BaseException | None) -> int | None:
     return status if type(status) is int else None
 
 
-def error_class(outcome: str, code: str | None, status: int | None, exc: BaseException | None) -> str | None:
-    """DESIGN §2: None for a good outcome; else the more specific of what the provider's code and the HTTP status
-    (or a status-like numeric code sent in-band, as OpenRouter does) say, then the exception, then the outcome."""
+# what an error body says about its class: its ``code``, its ``type`` and a ``status_code`` / ``status`` inside it
+ErrorFields = tuple[str | None, str | None, int | None]
+NO_ERROR_FIELDS: ErrorFields = (None, None, None)
+
+
+def code_text(value: object) -> str | None:
+    """A code as recorded: a non-empty string (cut to 64), or a numeric code as its digits."""
+    if isinstance(value, str):
+        return value[:64] if value else None
+    if type(value) is int:  # a numeric code (OpenRouter's {"code": 400}), or an SDK that kept the int
+        return str(value)
+    return None
+
+
+def status_in_body(value: object) -> int | None:
+    """An HTTP status as an error body carries it: an int, or three digits."""
+    if type(value) is int:
+        return value if 100 <= value <= 599 else None
+    if isinstance(value, str) and len(value) == 3 and value.isdigit():
+        return int(value)
+    return None
+
+
+def _fields_of(obj: object) -> dict[str, object] | None:
+    if type(obj) is dict:
+        return obj
+    d = getattr(obj, "__dict__", None)
+    if type(d) is not dict:
+        return None
+    extra = getattr(obj, "__pydantic_extra__", None)  # fields an SDK model does not declare (status_code)
+    return {**extra, **d} if type(extra) is dict and extra else d
+
+
+def error_fields(err: object) -> ErrorFields:
+    """The code, type and status of an error body (a decoded ``{"code", "type", "message", …}`` dict or an SDK
+    model); a bare string is taken as the code. Runs once per in-band error, never per event."""
+    if isinstance(err, str):
+        return (err[:64] or None, None, None)
+    f = _fields_of(err)
+    if f is None:
+        return NO_ERROR_FIELDS
+    status = status_in_body(f.get("status_code"))
+    if status is None:
+        status = status_in_body(f.get("status"))
+    return (code_text(f.get("code")), code_text(f.get("type")), status)
+
+
+def _exception_fields(exc: BaseException) -> ErrorFields:
+    """What an SDK exception carries of its error body: openai's ``code`` / ``type`` and ``body`` (the error object),
+    anthropic's ``body`` (``{"type": "error", "error": {…}}``)."""
+    d = getattr(exc, "__dict__", None)
+    if type(d) is not dict:
+        return NO_ERROR_FIELDS
+    body = d.get("body")
+    if type(body) is dict and type(body.get("error")) is dict:
+        body = body["error"]
+    code, typ, status = error_fields(body) if type(body) is dict else NO_ERROR_FIELDS
+    return (code or code_text(d.get("code")), typ or code_text(d.get("type")), status)
+
+
+def error_class(
+    outcome: str,
+    code: str | None,
+    status: int | None,
+    exc: BaseException | None,
+    body: ErrorFields = NO_ERROR_FIELDS,
+) -> str | None:
+    """DESIGN §2: None for a good outcome. Else, from what the provider said (``code``: the error type as recorded;
+    ``body``: the code, type and status of the error body the stream carried; the exception's own), the first of its
+    code, then its type, that the table lists (an unlisted code does not hide a listed type), and the HTTP status: the
+    more specific of the two rows wins. Without either, a status inside the error body (or a status-like numeric
+    code, as OpenRouter sends in-band), then the exception, then the outcome."""
     if outcome not in _BAD:
         return None
+    exc_fields = _exception_fields(exc) if exc is not None else NO_ERROR_FIELDS
     row = _NO_ROW
-    if code is not None:
-        row = _BY_CODE.get(code.lower(), _NO_ROW)
-        if status is None and len(code) == 3 and code.isdigit():
-            status = int(code)
+    body_status: int | None = None
+    for key in (code, body[0], body[1], exc_fields[0], exc_fields[1]):
+        if key is None:
+            continue
+        listed = _BY_CODE.get(key.lower())
+        if listed is not None:
+            row = listed
+            break
+        if body_status is None:
+            body_status = status_in_body(key)
     if status is not None:
         row = min(row, _BY_STATUS.get(status, _NO_ROW))
+    if row == _NO_ROW:
+        if body_status is None:
+            body_status = body[2] if body[2] is not None else exc_fields[2]
+        if body_status is not None:
+            row = _BY_STATUS.get(body_status, _NO_ROW)
     if row < _NO_ROW:
         return _CLASS_OF_ROW[row]
     found = exception_class(exc)

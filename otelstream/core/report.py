@@ -176,6 +176,9 @@ class StreamReport:
     t_end_ns: int = 0
     time_to_first_event_ns: int | None = None
     time_to_first_delta_ns: int | None = None
+    # to the first delta that is not reasoning (TTFO): what a user waiting for the answer waits; None without one
+    time_to_first_output_ns: int | None = None
+    first_output_event: int | None = None  # that delta's index among the events (offline, where there is no clock)
     max_wait_ns: int = 0
     wait_ns: int = 0
     consumer_ns: int = 0
@@ -219,6 +222,21 @@ class StreamReport:
         return None if ns is None else ns / 1e9
 
     @property
+    def time_to_first_output_s(self) -> float | None:
+        ns = self.time_to_first_output_ns
+        return None if ns is None else ns / 1e9
+
+    @property
+    def failure_phase(self) -> str | None:
+        """For a bad outcome: ``before_output`` when no delta reached the caller before the failure (a retry is
+        invisible to the end user; always so for ``http_error``), else ``during_output``. None for a good outcome."""
+        if self.outcome not in names.BAD_OUTCOMES:
+            return None
+        if self.deltas and self.outcome != names.HTTP_ERROR:
+            return names.PHASE_DURING_OUTPUT
+        return names.PHASE_BEFORE_OUTPUT
+
+    @property
     def max_wait_s(self) -> float:
         return self.max_wait_ns / 1e9
 
@@ -252,8 +270,11 @@ class StreamReport:
             "finish_reasons": list(self.finish_reasons),
             "error_type": self.error_type,
             "error_class": self.error_class,
+            "failure_phase": self.failure_phase,
             "events": self.events,
             "deltas": self.deltas,
+            # offline has no clock: TTFO as the index of the event that carried the first output
+            "first_output_event_index": self.first_output_event,
             "keepalives": self.keepalives,
             "done_sentinel": self.done_sentinel,
             "sequence": self.sequence.to_json(),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from otelstream import names
+from otelstream.core.errors import NO_ERROR_FIELDS, ErrorFields
 from otelstream.core.report import Anomaly, RateLimit, Stall, StreamReport, StreamStart
 
 Clock = Callable[[], int]
@@ -44,6 +45,7 @@ class StreamState:
     # set by the tracker's class (the protocol modules depend on this module, so it cannot import them)
     _SURFACES: ClassVar[Mapping[str, tuple[Observer, int]]]
     _OTHER_SURFACE: ClassVar[tuple[Observer, int]]
+    _FAST_DELTAS_BEFORE_OUTPUT: ClassVar[frozenset[str]]  # the Responses reasoning delta types
 
     __slots__ = (
         "_anomalies",
@@ -52,6 +54,7 @@ class StreamState:
         "_chunk_counts",
         "_fast",
         "_fast_code",
+        "_fast_deltas",
         "_observe",
         "_pre_pull_ns",
         "_sdk_first",
@@ -68,9 +71,11 @@ class StreamState:
         "done_observable",
         "done_seen",
         "ended",
+        "error_fields",
         "error_type",
         "expected_choices",
         "finish_reasons",
+        "first_output_event",
         "handle",
         "keepalives",
         "last_choice",
@@ -103,6 +108,7 @@ class StreamState:
         "system_fingerprint",
         "t_first_delta",
         "t_first_event",
+        "t_first_output",
         "t_frame",
         "t_handed",
         "t_last_event",
@@ -159,6 +165,8 @@ class StreamState:
         self.t_last_event = 0
         self.t_first_event = 0
         self.t_first_delta = 0
+        self.t_first_output = 0  # the first delta that is not reasoning (TTFO)
+        self.first_output_event = -1  # its index among the events (offline has no clock: check reports this)
         self.t_prev_delta = 0
         self.t_terminal = 0
         self.wait_ns = 0
@@ -180,6 +188,7 @@ class StreamState:
         self.rank = RANK_NONE
         self.terminal = False
         self.error_type: str | None = None
+        self.error_fields: ErrorFields = NO_ERROR_FIELDS  # the first in-band error body's code, type, status
         self.finish_reasons: list[str] = []
         self.expected_choices = expected_choices
         self.choices_seen: set[int] | None = None
@@ -219,6 +228,9 @@ class StreamState:
         self._anomaly_counts: dict[str, int] | None = None
         self._chunk_counts: list[int] | None = None  # time per output chunk: counts per bucket (sums derived)
         self._fast = 0  # the tracker's flat-path code while steady (see StreamTracker.event); 0 turns it off
+        # the Responses delta types the flat path takes: reasoning ones until the first output, which only the general
+        # path records (so once TTFO is known, checking for it costs the flat path nothing)
+        self._fast_deltas = self._FAST_DELTAS_BEFORE_OUTPUT
         self._observe, self._fast_code = self._SURFACES.get(self.surface, self._OTHER_SURFACE)
 
     @property
@@ -331,6 +343,13 @@ class StreamState:
         if self.error_type is None and isinstance(value, str) and value:
             self.error_type = value[:_MAX_ERROR_TYPE_LEN]
 
+    def error_seen(self, fields: ErrorFields) -> None:
+        """An error body (in-band, after HTTP 200): its code, else its type, is the stream's ``error_type``; all three
+        decide its class at the end. The first error body wins, as for ``error_type``."""
+        if self.error_fields is NO_ERROR_FIELDS:
+            self.error_fields = fields
+        self.set_error_type(fields[0] or fields[1])
+
     def add_finish_reason(self, reason: object) -> None:
         if isinstance(reason, str) and len(self.finish_reasons) < MAX_CHOICES:
             self.finish_reasons.append(reason[:_MAX_ERROR_TYPE_LEN])
@@ -369,7 +388,8 @@ class StreamState:
         if finished is None:
             finished = self._choices_finished = {}
         if index in finished:
-            self.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, f"choice {index} finished twice")
+            # a repeated finish (OpenRouter repeats it on its usage chunk) loses nothing: the first one counts, and new
+            # output after it is flagged by the protocol module
             return False
         finished[index] = reason
         self.add_finish_reason(reason)

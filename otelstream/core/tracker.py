@@ -35,6 +35,7 @@ from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
 from otelstream.core.ending import build_report, final_anomalies
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
+from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPONSES_REASONING_DELTA_TYPES
 from otelstream.core.report import Stall, StreamReport
 from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Observer, StreamState
 
@@ -85,6 +86,7 @@ class StreamTracker(StreamState):
         surface: (protocols.OBSERVERS[surface], code) for surface, code in _FAST_BY_SURFACE.items()
     }
     _OTHER_SURFACE = (protocols.observe_unknown, 0)
+    _FAST_DELTAS_BEFORE_OUTPUT = _RESPONSES_REASONING_DELTA_TYPES
 
     # --- hot path ------------------------------------------------------------------------------------------
     def event(self, ev: Any, name: str | Frame | None = None) -> None:
@@ -122,7 +124,7 @@ class StreamTracker(StreamState):
                             text = dd["text"]
                 elif fast == _RAW_RESPONSES:
                     seq = ev["sequence_number"]
-                    if seq == self.seq_next and type(seq) is int and ev["type"] in _RESPONSES_DELTA_TYPES:
+                    if seq == self.seq_next and type(seq) is int and ev["type"] in self._fast_deltas:
                         text = ev["delta"]
                 else:  # chat or legacy completions: one choice (ValueError otherwise), its text only, no finish,
                     # no usage, no error
@@ -145,7 +147,7 @@ class StreamTracker(StreamState):
                             text = dd["text"]
                 elif fast == _FAST_RESPONSES:
                     seq = d["sequence_number"]
-                    if seq == self.seq_next and type(seq) is int and d["type"] in _RESPONSES_DELTA_TYPES:
+                    if seq == self.seq_next and type(seq) is int and d["type"] in self._fast_deltas:
                         text = d["delta"]
                 else:
                     [c] = d["choices"]
@@ -207,7 +209,13 @@ class StreamTracker(StreamState):
         else:
             kind = self._observe(self, d, name, ev)
         self.t_last_event = now
-        if kind == protocols.DELTA:
+        if kind == protocols.OTHER:
+            self.others += 1
+        elif kind == protocols.KEEPALIVE:
+            self.keepalives += 1
+        else:  # a delta: of output (DELTA) or of reasoning
+            if not self.t_first_output and kind == protocols.DELTA:
+                self._first_output(now)
             prev = self.t_prev_delta
             self.t_prev_delta = now
             if not prev:
@@ -215,14 +223,24 @@ class StreamTracker(StreamState):
                 self._chunk_counts = [0] * _N_CHUNK_BUCKETS
             else:
                 self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, now - prev)] += 1  # type: ignore[index]
-        elif kind == protocols.KEEPALIVE:
-            self.keepalives += 1
-        else:
-            self.others += 1
-        # steady: a delta was seen, the answer is not over, every event reaches the caller
-        steady = self.t_prev_delta and not self.terminal and not self.ended and self.client_filter_after is None
         fast = self._fast_code
+        # steady: the answer is not over, every event reaches the caller, and the flat path may take the deltas that
+        # come: those of output once the first one was recorded here (chat, completions and messages take nothing
+        # else), or, on Responses, those of reasoning from the first delta on (``_fast_deltas``)
+        steady = (
+            (self.t_first_output or (self.t_prev_delta and fast == _FAST_RESPONSES))
+            and not self.terminal
+            and not self.ended
+            and self.client_filter_after is None
+        )
         self._fast = (fast + _RAW if type(ev) is dict else fast) if steady and fast else 0
+
+    def _first_output(self, now: int) -> None:
+        """The first delta that is not reasoning (TTFO): its time, its index among the events, and from now on the
+        flat path takes every Responses delta type."""
+        self.t_first_output = now
+        self.first_output_event = self.events
+        self._fast_deltas = _RESPONSES_DELTA_TYPES
 
     def last_activity_ns(self) -> int:
         """When the stream last did something: its send, an event, ``[DONE]`` (the idle fallback counts from it)."""
@@ -330,7 +348,7 @@ class StreamTracker(StreamState):
             outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
         final_anomalies(self, outcome)
         t_end = self.t_terminal if self.terminal and self.t_terminal else now
-        klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc)
+        klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc, self.error_fields)
         report = self.report = build_report(self, outcome, abandoned_reason, t_end, klass)
         return report
 

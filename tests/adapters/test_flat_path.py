@@ -58,6 +58,8 @@ def _chat(kind: str, text: Any, legacy: bool = False) -> dict[str, Any]:
         choice["index"] = 1
     elif kind == "no_choices":
         chunk["choices"] = []
+    elif kind == "reasoning":  # a vendor field (DeepSeek, vLLM): an extra of the SDK's model
+        choice["delta"] = {"reasoning_content": text}
     return chunk
 
 
@@ -71,6 +73,9 @@ def _responses(kind: str, text: Any, seq: int) -> dict[str, Any]:
               "text": "x", "logprobs": [], "sequence_number": seq}  # fmt: skip
     elif kind == "out_of_order":
         ev["sequence_number"] = seq + 3
+    elif kind == "reasoning":
+        ev = {"type": "response.reasoning_summary_text.delta", "item_id": "r", "output_index": 0, "summary_index": 0,
+              "delta": text, "sequence_number": seq}  # fmt: skip
     return ev
 
 
@@ -111,9 +116,10 @@ def _model(surface: str, d: dict[str, Any]) -> Any:
 KINDS = {
     # (no in-band ``error`` chunk: the SDK raises on it before building a model, and under pydantic 2 a model keeps
     # unknown keys outside ``__dict__``)
-    names.CHAT_COMPLETIONS: ["plain", "plain", "plain", "finish", "usage", "second_choice", "no_choices"],
+    names.CHAT_COMPLETIONS: ["plain", "plain", "plain", "finish", "usage", "second_choice", "no_choices",
+                             "reasoning"],
     names.COMPLETIONS: ["plain", "plain", "plain", "finish", "usage", "second_choice", "no_choices"],
-    names.RESPONSES: ["plain", "plain", "plain", "other_delta", "done", "out_of_order"],
+    names.RESPONSES: ["plain", "plain", "plain", "other_delta", "done", "out_of_order", "reasoning", "reasoning"],
     names.MESSAGES: ["plain", "plain", "plain", "thinking", "stop", "message_delta"],
 }
 
@@ -184,3 +190,24 @@ def test_at_most_one_bound_per_power_of_two() -> None:
     """The premise of the flat path's bucket placement (one comparison after a table lookup)."""
     for k in range(1, 65):
         assert sum(1 << (k - 1) <= b < 1 << k for b in BOUNDS) <= 1, k
+
+
+@pytest.mark.parametrize("as_models", [True, False])
+def test_responses_flat_path_takes_reasoning_before_the_first_output(as_models: bool,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reasoning model thinks for many deltas before it answers: those take the flat path too, and the first
+    output delta leaves it (only the general path records TTFO), so TTFO costs the flat path nothing."""
+    t = tr.StreamTracker(StreamStart(surface=names.RESPONSES, t_request_ns=1), clock=lambda: 2)
+    feed = (lambda d: t.event(_model(names.RESPONSES, d))) if as_models else t.event
+    for d in [*_start(names.RESPONSES), _responses("reasoning", "hm", 1)]:
+        feed(d)
+    assert t._fast
+    general = tr.StreamTracker._event
+    calls: list[int] = []
+    monkeypatch.setattr(tr.StreamTracker, "_event", lambda *a: calls.append(1) or general(*a))
+    feed(_responses("reasoning", "hm", 2))
+    assert calls == []  # the flat path took it
+    feed(_responses("plain", "42", 3))
+    assert calls == [1] and t.t_first_output == 2  # the general path recorded the first output
+    feed(_responses("plain", "!", 4))
+    assert calls == [1] and t.deltas == 4  # and from then on the flat path takes the output

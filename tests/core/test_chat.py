@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from otelstream import names
-from tests.core.harness import counts, run
+from tests.core.harness import MS, counts, run
 
 USAGE = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59,
          "prompt_tokens_details": {"cached_tokens": 32},
@@ -245,10 +245,22 @@ def test_expected_choices_from_the_request() -> None:
     assert r.outcome == names.COMPLETED and counts(r)[names.ANOM_MISSING_FINISH_REASON] == 1
 
 
-def test_choice_finished_twice_is_flagged() -> None:
-    evs = [chunk(c(0, content="a")), chunk(c(0, finish="length")), chunk(c(0, finish="length")), "[DONE]"]
+def test_a_repeated_finish_without_new_output_is_ordinary_traffic() -> None:
+    """OpenRouter repeats the finish_reason on a later chunk (with an empty delta): nothing was lost, no anomaly, the
+    first finish counts."""
+    evs = [chunk(c(0, content="a")), chunk(c(0, finish="length")), chunk(c(0, finish="length", content="")),
+           chunk(c(0, finish="stop")), "[DONE]"]  # fmt: skip
     r = run(names.CHAT_COMPLETIONS, evs)
-    assert r.outcome == names.INCOMPLETE and counts(r)[names.ANOM_EVENT_AFTER_TERMINAL] == 1
+    assert (r.outcome, r.finish_reasons, r.deltas) == (names.INCOMPLETE, ("length",), 1)
+    assert counts(r) == {names.ANOM_USAGE_MISSING: 1}  # (no usage chunk in this body)
+
+
+@pytest.mark.parametrize("late", [{"content": "more"}, {"reasoning_content": "hm"}])
+def test_new_output_after_the_finish_is_flagged(late: dict[str, Any]) -> None:
+    evs = [chunk(c(0, content="a")), chunk(c(0, finish="stop")), chunk(c(0, finish="stop", **late)), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.outcome == names.COMPLETED
+    assert counts(r) == {names.ANOM_EVENT_AFTER_TERMINAL: 1, names.ANOM_USAGE_MISSING: 1}
 
 
 def test_choice_cap_bounds_memory() -> None:
@@ -333,3 +345,134 @@ def test_completions_cut_and_usage() -> None:
     evs = [tchunk("a"), tchunk("", "stop"), {"id": "cmpl-1", "choices": [], "usage": USAGE}, "[DONE]"]
     r = run(names.COMPLETIONS, evs)
     assert r.outcome == names.COMPLETED and r.usage.output_tokens == 9 and not r.anomalies
+
+
+# --- aborted generations (DESIGN §2: a finish reason "abort" or "error" is an error) ------------------------------
+@pytest.mark.parametrize("reason", ["abort", "error"])
+@pytest.mark.parametrize("usage", [False, True])
+def test_abort_and_error_finish_reasons_are_errors(reason: str, usage: bool) -> None:
+    """vLLM ends an aborted request with finish_reason "abort", then [DONE] (and the usage chunk when asked): the
+    stream ended as the protocol says, but the answer is truncated."""
+    r = run(names.CHAT_COMPLETIONS, body(reason, usage=usage))
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, reason, names.EC_SERVER_ERROR)
+    assert r.finish_reasons == (reason,) and r.failure_phase == names.PHASE_DURING_OUTPUT
+    assert counts(r) == ({} if usage else {names.ANOM_USAGE_MISSING: 1})
+
+
+def test_abort_before_any_output_is_before_output() -> None:
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(role="assistant", content="")), chunk(c(finish="abort")), "[DONE]"])
+    assert (r.outcome, r.deltas, r.failure_phase) == (names.ERROR, 0, names.PHASE_BEFORE_OUTPUT)
+
+
+def test_abort_on_one_of_two_choices_is_the_worst_outcome() -> None:
+    evs = [chunk(c(0, content="a"), c(1, content="b")), chunk(c(0, finish="stop"), c(1, finish="abort")), "[DONE]"]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, "abort", names.EC_SERVER_ERROR)
+
+
+def test_an_error_object_after_an_abort_keeps_the_first_error() -> None:
+    evs = [chunk(c(content="a")), chunk(c(finish="abort")), {"error": {"type": "rate_limit_error"}}]
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, "abort", names.EC_SERVER_ERROR)
+
+
+@pytest.mark.parametrize("reason", ["abort", "error"])
+def test_legacy_completions_abort(reason: str) -> None:
+    r = run(names.COMPLETIONS, [tchunk("a"), tchunk("", reason), "[DONE]"])
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, reason, names.EC_SERVER_ERROR)
+
+
+# --- error classes of in-band error objects ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("err", "error_type", "klass"),
+    [  # Groq: an unlisted code does not hide a listed type
+     ({"message": "m", "type": "invalid_request_error", "code": "tool_use_failed", "status_code": 400},
+      "tool_use_failed", names.EC_BAD_REQUEST),
+     # neither listed: a status inside the body decides
+     ({"message": "m", "type": "vendor_type", "code": "vendor_code", "status_code": 429}, "vendor_code",
+      names.EC_RATE_LIMITED),
+     ({"message": "m", "code": "vendor_code", "status": 503}, "vendor_code", names.EC_OVERLOADED),
+     ({"message": "m", "code": "vendor_code", "status": "RESOURCE_EXHAUSTED"}, "vendor_code", names.EC_OTHER),
+     # a listed code wins over the body's status
+     ({"message": "m", "code": "insufficient_quota", "status_code": 429}, "insufficient_quota",
+      names.EC_QUOTA_EXCEEDED),
+     ({"message": "m", "type": "server_error", "code": None}, "server_error", names.EC_SERVER_ERROR)],
+)  # fmt: skip
+def test_inband_error_class_from_code_then_type_then_status(err: dict[str, Any], error_type: str,
+                                                            klass: str) -> None:  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content="a")), ("error", {"error": err})])
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, error_type, klass)
+
+
+# --- usage and ids -----------------------------------------------------------------------------------------------
+def test_groq_usage_only_in_x_groq() -> None:
+    x_usage = {"queue_time": 0.01, "prompt_tokens": 12, "completion_tokens": 26, "total_tokens": 38}
+    evs = [chunk(c(content="a"), x_groq={"id": "req_1"}), chunk(c(finish="stop"), x_groq={"usage": x_usage}),
+           "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.usage.input_tokens, r.usage.output_tokens) == (12, 26) and counts(r) == {}
+
+
+def test_top_level_usage_wins_over_x_groq() -> None:
+    evs = [chunk(c(content="a")), chunk(c(finish="stop")),
+           chunk(usage=USAGE, x_groq={"usage": {"prompt_tokens": 1, "completion_tokens": 1}}), "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.usage.input_tokens, r.usage.output_tokens) == (50, 9)
+
+
+def test_together_top_level_cached_tokens_is_cache_read() -> None:
+    usage = {"prompt_tokens": 41, "completion_tokens": 15, "total_tokens": 56, "cached_tokens": 7}
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(content="a")), chunk(c(finish="stop"), usage=usage), "[DONE]"])
+    assert (r.usage.input_tokens, r.usage.cache_read_input_tokens) == (41, 7)
+
+
+def test_response_id_and_model_are_the_first_non_empty_values() -> None:
+    """A first chunk with an id but an empty model (and later chunks naming other models) keeps the first of each."""
+    evs = [{"id": "chatcmpl-a", "model": "", "choices": [c(role="assistant", content="")]},
+           {"id": "", "model": "m-1", "choices": [c(content="x")]},
+           {"id": "chatcmpl-b", "model": "m-2", "choices": [c(finish="stop")]}, "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.response_id, r.response_model) == ("chatcmpl-a", "m-1")
+
+
+# --- time to first output (TTFO): the first delta that is not reasoning -------------------------------------------
+@pytest.mark.parametrize(
+    "answer",
+    [{"content": "42"}, {"refusal": "no"}, {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]},
+     {"content": [{"type": "text", "text": "42"}]}],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    "thought",
+    [{"reasoning_content": "hm"}, {"reasoning": "hm"}, {"content": THINKING_PARTS},
+     {"content": [{"type": "reasoning", "reasoning": "hm"}]}, {"content": [{"type": "thinking", "text": "hm"}]}],
+)  # fmt: skip
+def test_ttfo_is_the_first_delta_that_is_not_reasoning(thought: dict[str, Any], answer: dict[str, Any]) -> None:
+    evs = [chunk(c(role="assistant", content="")), chunk(c(**thought)), chunk(c(**thought)), chunk(c(**answer)),
+           chunk(c(**thought)), chunk(c(finish="stop")), "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert r.deltas == 4
+    # run(): 2 ms per event, the clock read after the second ms of each
+    assert (r.time_to_first_delta_ns, r.time_to_first_output_ns) == (4 * MS, 8 * MS)
+    assert r.first_output_event == 3
+
+
+def test_ttfo_is_ttfd_without_reasoning_and_none_without_output() -> None:
+    r = run(names.CHAT_COMPLETIONS, body())
+    assert r.time_to_first_output_ns == r.time_to_first_delta_ns == 4 * MS and r.first_output_event == 1
+    r = run(names.CHAT_COMPLETIONS, [chunk(c(reasoning_content="hm")), chunk(c(finish="length")), "[DONE]"])
+    assert (r.deltas, r.time_to_first_output_ns, r.first_output_event) == (1, None, None)
+    assert r.time_to_first_delta_ns == 2 * MS
+
+
+def test_ttfo_on_a_second_choice() -> None:
+    """n=2: choice 0 still thinks while choice 1 answers; the answer is the first output."""
+    evs = [chunk(c(0, reasoning_content="hm"), c(1, reasoning_content="hm")),
+           chunk(c(0, reasoning_content="hm"), c(1, content="a")), chunk(c(0, finish="stop"), c(1, finish="stop")),
+           "[DONE]"]  # fmt: skip
+    r = run(names.CHAT_COMPLETIONS, evs)
+    assert (r.time_to_first_delta_ns, r.time_to_first_output_ns) == (2 * MS, 4 * MS)
+
+
+def test_ttfo_legacy_completions() -> None:
+    r = run(names.COMPLETIONS, [tchunk(""), tchunk("a"), tchunk("", "stop"), "[DONE]"])
+    assert r.time_to_first_output_ns == r.time_to_first_delta_ns == 4 * MS

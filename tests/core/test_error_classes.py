@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from otelstream import names
-from otelstream.core.errors import error_class, exception_class, status_of
+from otelstream.core.errors import ErrorFields, error_class, error_fields, exception_class, status_of
 
 HTTP = names.HTTP_ERROR
 _REQ = httpx2.Request("POST", "http://127.0.0.1/v1/x")
@@ -140,3 +140,58 @@ def test_the_table_is_closed_and_every_row_is_reachable() -> None:
             first = next(row[0] for row in names.ERROR_CLASS_TABLE if status in row[1])
             assert error_class(HTTP, None, status, None) == first
     assert {row[0] for row in names.ERROR_CLASS_TABLE} == set(names.ERROR_CLASSES)
+
+
+@pytest.mark.parametrize(
+    ("code", "body", "status", "klass"),
+    [  # the error body's code, then its type: an unlisted code does not hide a listed type (Groq)
+     ("tool_use_failed", ("tool_use_failed", "invalid_request_error", 400), None, "bad_request"),
+     ("vendor", ("vendor", "rate_limit_error", None), None, "rate_limited"),
+     ("insufficient_quota", ("insufficient_quota", "rate_limit_error", None), None, "quota_exceeded"),
+     # neither listed: a status inside the body
+     ("vendor", ("vendor", "other", 529), None, "overloaded"),
+     ("vendor", ("vendor", None, 418), None, "bad_request"),
+     ("vendor", ("vendor", None, None), None, "_OTHER"),
+     # the HTTP status and the type: the more specific row, as with the code
+     ("vendor", ("vendor", "rate_limit_error", None), 500, "rate_limited"),
+     ("vendor", ("vendor", "server_error", None), 503, "overloaded"),
+     # a listed type beats the body's own status
+     ("vendor", ("vendor", "authentication_error", 500), None, "auth"),
+     # an aborted generation (chat finish reason) is recorded as a server error
+     ("abort", ("abort", "server_error", None), None, "server_error")],
+)  # fmt: skip
+def test_code_then_type_then_status_in_the_body(code: str, body: ErrorFields, status: int | None, klass: str) -> None:
+    assert error_class(names.ERROR, code, status, None, body) == klass
+
+
+@pytest.mark.parametrize(
+    ("body", "fields"),
+    [({"code": "c", "type": "t", "status_code": 400}, ("c", "t", 400)), ({"code": 400}, ("400", None, None)),
+     ({"type": "t", "status": "503"}, (None, "t", 503)), ({"status": "UNAVAILABLE"}, (None, None, None)),
+     ({"status_code": 99}, (None, None, None)), ({"code": ""}, (None, None, None)), ("text", ("text", None, None)),
+     (None, (None, None, None)), (["x"], (None, None, None)), ({"code": "x" * 100}, ("x" * 64, None, None))],
+)  # fmt: skip
+def test_error_fields_of_a_body(body: object, fields: ErrorFields) -> None:
+    assert error_fields(body) == fields
+
+
+def test_error_fields_of_an_sdk_model() -> None:
+    """Fields an SDK model does not declare (a vendor's status_code) are pydantic extras."""
+    from openai.types.responses import ResponseError
+
+    model = ResponseError.construct(code="server_error", message="m", status_code=503)  # type: ignore[call-arg]
+    assert error_fields(model) == ("server_error", None, 503)
+
+
+def test_the_sdk_exception_carries_the_body() -> None:
+    """An in-band error reaches the end as the SDK's exception: openai's APIError (code and type from the body) and
+    anthropic's APIStatusError with status 200 (its body's error): both decide the class like the body would."""
+    e = openai.APIError("m", _REQ, body={"message": "m", "type": "invalid_request_error", "code": "tool_use_failed"})
+    assert error_class(names.ERROR, "tool_use_failed", None, e) == "bad_request"
+    a = _anthropic_status(200, {"type": "error", "error": {"type": "vendor_error", "status_code": 529}})
+    assert error_class(names.ERROR, "vendor_error", status_of(a), a) == "overloaded"
+    # HTTP errors: the code hides nothing of the type either
+    h = _openai_status(400, {"error": {"message": "m", "type": "invalid_request_error", "code": "tool_use_failed"}})
+    assert error_class(HTTP, h.code, status_of(h), h) == "bad_request"
+    h = _openai_status(502, {"error": {"message": "m", "type": "rate_limit_error", "code": "vendor"}})
+    assert error_class(HTTP, h.code, status_of(h), h) == "rate_limited"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from otelstream import names
-from tests.core.harness import counts, run
+from tests.core.harness import MS, counts, run
 
 
 def start(**usage: Any) -> dict[str, Any]:
@@ -139,3 +139,52 @@ def test_events_after_message_stop() -> None:
 def test_no_delta_anomaly() -> None:
     r = run(names.MESSAGES, [start(), mdelta("tool_use", output_tokens=4), STOP])
     assert r.outcome == names.COMPLETED and counts(r) == {names.ANOM_NO_DELTA: 1}
+
+
+def test_an_empty_delta_after_message_stop_is_no_anomaly() -> None:
+    r = run(names.MESSAGES, [*body("end_turn"), delta(value=""), delta("input_json_delta", "partial_json", "")])
+    assert r.outcome == names.COMPLETED and counts(r) == {}
+
+
+@pytest.mark.parametrize(
+    ("err", "klass"),
+    [({"type": "overloaded_error", "message": "Overloaded"}, names.EC_OVERLOADED),
+     ({"type": "vendor_error", "message": "m", "status_code": 529}, names.EC_OVERLOADED),
+     ({"type": "vendor_error", "message": "m"}, names.EC_OTHER)],
+)  # fmt: skip
+def test_error_event_class(err: dict[str, Any], klass: str) -> None:
+    r = run(names.MESSAGES, [start(), BLOCK, delta(), ("error", {"type": "error", "error": err})])
+    assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, err["type"], klass)
+    assert r.failure_phase == names.PHASE_DURING_OUTPUT
+
+
+def test_error_before_any_delta_is_before_output() -> None:
+    err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    r = run(names.MESSAGES, [start(), ("error", err)])
+    assert (r.outcome, r.failure_phase) == (names.ERROR, names.PHASE_BEFORE_OUTPUT)
+
+
+def test_response_id_and_model_are_the_first_non_empty_values() -> None:
+    second = {"type": "message_start", "message": {"id": "msg_2", "model": "claude-other", "usage": {}}}
+    empty = {"type": "message_start", "message": {"id": "", "model": "", "usage": {}}}
+    r = run(names.MESSAGES, [empty, start(), second, *body("end_turn")[1:]])
+    assert (r.response_id, r.response_model) == ("msg_1", "claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [delta(), delta("input_json_delta", "partial_json", "{"), delta("citations_delta", "citation", {"url": "u"})],
+)  # fmt: skip
+def test_ttfo_after_thinking(answer: dict[str, Any]) -> None:
+    thinking = delta("thinking_delta", "thinking", "hm")
+    evs = [start(), BLOCK, thinking, thinking, delta("signature_delta", "signature", "s"), answer, thinking, BSTOP,
+           mdelta("end_turn", output_tokens=3), STOP]  # fmt: skip
+    r = run(names.MESSAGES, evs)
+    assert r.deltas == 4 and r.first_output_event == 5
+    assert (r.time_to_first_delta_ns, r.time_to_first_output_ns) == (3 * 2 * MS, 6 * 2 * MS)
+
+
+def test_ttfo_none_when_only_thinking_came() -> None:
+    r = run(names.MESSAGES, [start(), BLOCK, delta("thinking_delta", "thinking", "hm"), BSTOP,
+                             mdelta("max_tokens", output_tokens=3), STOP])  # fmt: skip
+    assert (r.outcome, r.deltas, r.time_to_first_output_ns) == (names.INCOMPLETE, 1, None)

@@ -44,7 +44,7 @@ TYPES = [
     "response.function_call_arguments.delta", "response.completed", "response.incomplete", "response.failed",
     "error", "ping", "keepalive", "response.output_item.added", "response.future.delta", "response.mystery",
     "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
-    "message_stop",
+    "message_stop", "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
 ]  # fmt: skip
 token_values = st.one_of(st.integers(min_value=-5, max_value=10**6), st.floats(), st.none(), st.text(max_size=3))
 usage = st.fixed_dictionaries(
@@ -68,8 +68,8 @@ choice = st.fixed_dictionaries(
                 {}, optional={"arguments": st.one_of(st.none(), st.text(max_size=3))})}), max_size=3),
         })),
         "text": st.one_of(st.none(), st.text(max_size=3)),
-        "finish_reason": st.one_of(st.none(), st.sampled_from(["stop", "length", "content_filter", "tool_calls"]),
-                                   st.integers()),
+        "finish_reason": st.one_of(st.none(), st.sampled_from(["stop", "length", "content_filter", "tool_calls",
+                                                               "abort", "error"]), st.integers()),
     },
 )  # fmt: skip
 realistic = st.fixed_dictionaries(
@@ -142,6 +142,16 @@ def test_any_input_exactly_one_wellformed_report(
     assert 0 <= report.deltas <= report.events
     assert sum(report.chunk_counts) == max(report.deltas - 1, 0)
     assert (report.time_to_first_delta_ns is None) == (report.deltas == 0)
+    # TTFO: a delta that is not reasoning, so never before the first delta, and never without one
+    assert (report.time_to_first_output_ns is None) == (report.first_output_event is None)
+    if report.time_to_first_output_ns is not None:
+        assert report.time_to_first_delta_ns is not None
+        assert report.time_to_first_delta_ns <= report.time_to_first_output_ns
+        assert report.first_output_event is not None and 0 <= report.first_output_event < report.events
+    # one failure phase per bad outcome; before_output when no delta reached the caller
+    assert (report.failure_phase in names.FAILURE_PHASES) == (report.outcome in names.BAD_OUTCOMES)
+    if report.failure_phase is not None and report.deltas == 0:
+        assert report.failure_phase == names.PHASE_BEFORE_OUTPUT
     # bounded: capped lists, exact counts
     assert len(report.anomalies) <= names.MAX_REPORTED_ANOMALIES
     assert sum(c for _, c in report.anomaly_counts) >= len(report.anomalies)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from otelstream import names
-from tests.core.harness import counts, run
+from tests.core.harness import MS, counts, run
 
 USAGE = {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 4},
          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 2}}  # fmt: skip
@@ -256,3 +256,69 @@ def test_websocket_error_nests_code() -> None:
     r = run(names.RESPONSES_WEBSOCKET, [err])
     assert r.outcome == names.ERROR and r.error_type == "previous_response_not_found"
     assert not r.sequence.missing  # the WebSocket error event may carry no sequence number
+
+
+def test_an_empty_delta_after_the_terminal_event_is_no_anomaly() -> None:
+    r = run(names.RESPONSES, [*stream(COMPLETED), delta(4, "")])
+    assert r.outcome == names.COMPLETED and counts(r) == {}
+
+
+@pytest.mark.parametrize(
+    ("error", "klass"),
+    [(ev("error", None, code="vendor_code", message="m"), names.EC_OTHER),
+     (ev("error", None, code="rate_limit_exceeded", message="m"), names.EC_RATE_LIMITED),
+     # WebSocket: nested code and type, the status beside them
+     (ev("error", None, error={"type": "invalid_request_error", "code": "previous_response_not_found"}),
+      names.EC_BAD_REQUEST),
+     (ev("error", None, error={"type": "vendor", "code": "vendor_code"}, status=429), names.EC_RATE_LIMITED),
+     (ev("response.failed", None, response=response("failed", error={"code": "vendor_code", "status": 503})),
+      names.EC_OVERLOADED)],
+)  # fmt: skip
+def test_error_class_from_code_then_type_then_status(error: dict[str, Any], klass: str) -> None:
+    r = run(names.RESPONSES_WEBSOCKET, stream(error))
+    assert r.outcome in (names.ERROR, names.FAILED) and r.error_class == klass
+    assert r.failure_phase == names.PHASE_DURING_OUTPUT
+
+
+def test_bedrock_cache_write_tokens() -> None:
+    usage = {"input_tokens": 30, "output_tokens": 2, "input_tokens_details": {"cache_write_tokens": 12}}
+    r = run(names.RESPONSES, stream(ev("response.completed", None, response=response("completed", usage=usage))))
+    assert (r.usage.cache_read_input_tokens, r.usage.cache_write_input_tokens) == (None, 12)
+
+
+def test_response_id_and_model_are_the_first_non_empty_values() -> None:
+    evs = [ev("response.created", 0, response={"id": "", "model": "", "status": "in_progress"}),
+           ev("response.in_progress", 1, response=response("in_progress")), delta(2),
+           ev("response.completed", 3, response={"id": "resp_other", "model": "gpt-other", "status": "completed"})]
+    r = run(names.RESPONSES, evs)
+    assert (r.response_id, r.response_model) == ("resp_abc", "gpt-4o-2024-08-06")
+
+
+REASONING = ["response.reasoning_summary_text.delta", "response.reasoning_text.delta"]
+OUTPUT = ["response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta",
+          "response.audio.transcript.delta", "response.audio.delta", "response.mcp_call_arguments.delta"]  # fmt: skip
+
+
+@pytest.mark.parametrize("thought", REASONING)
+@pytest.mark.parametrize("answer", OUTPUT)
+def test_ttfo_after_reasoning(thought: str, answer: str) -> None:
+    """Ten reasoning deltas (the tracker's flat path takes them), then the answer: TTFO is the answer's."""
+    evs = [ev("response.created", 0, response=response("in_progress"))]
+    evs += [delta(i, "hm", thought) for i in range(1, 11)]
+    evs += [delta(11, "42", answer), delta(12, "hm", thought), delta(13), {**COMPLETED, "sequence_number": 14}]
+    r = run(names.RESPONSES, evs)
+    assert r.deltas == 13 and r.first_output_event == 11
+    assert (r.time_to_first_delta_ns, r.time_to_first_output_ns) == (2 * 2 * MS, 12 * 2 * MS)
+
+
+def test_unknown_reasoning_delta_type_is_reasoning() -> None:
+    evs = [delta(0, "hm", "response.reasoning_future.delta"), delta(1, "a", "response.future.delta")]
+    r = run(names.RESPONSES, evs)
+    assert (r.deltas, r.first_output_event) == (2, 1)
+
+
+def test_ttfo_counts_after_the_client_side_filter() -> None:
+    """On the helper's resume the replayed events up to N never reach the caller as deltas: nor as output."""
+    evs = [ev("response.created", 0), delta(1), delta(2), delta(3)]
+    r = run(names.RESPONSES, evs, client_filter_after=2)
+    assert (r.deltas, r.first_output_event) == (1, 3)

@@ -67,7 +67,8 @@ EXPECTED: dict[str, Any] = {
     "deepseek/responses/reasoning-text.sse": E("completed", ('stop',), None, 27, 14, 0, (90, 15, 0, None, 7), {}, (0, 26), False),
     # event: error frame after reasoning deltas, then EOF: no finish, no [DONE]
     "groq/chat-completions/error-event-tool-use-failed.sse": E("error", (), 'tool_use_failed', 95, 93, 0, (None, None, None, None, None), {}, None, False),
-    "groq/chat-completions/text-x-groq.sse": E("completed", ('stop',), None, 27, 25, 0, (None, None, None, None, None), {'usage_missing': 1}, None, True),
+    # usage only as x_groq.usage on the finish chunk
+    "groq/chat-completions/text-x-groq.sse": E("completed", ('stop',), None, 27, 25, 0, (12, 26, None, None, None), {}, None, True),
     "huggingface/chat-completions/text.sse": E("completed", ('stop',), None, 4, 1, 0, (40, 2, None, None, None), {}, None, True),
     "litellm-proxy/chat-completions/text.sse": E("completed", ('stop',), None, 24, 21, 0, (13, 22, 0, None, 0), {}, None, True),
     "mistral/chat-completions/text.sse": E("completed", ('stop',), None, 44, 42, 0, (11, 43, None, None, None), {}, None, True),
@@ -103,8 +104,9 @@ EXPECTED: dict[str, Any] = {
     "openai/responses/refusal.sse": E("completed", ('stop',), None, 17, 9, 0, (54, 11, 0, None, 0), {}, (0, 16), False),
     "openai/responses/text.sse": E("completed", ('stop',), None, 13, 5, 0, (22, 6, 0, None, 0), {}, (0, 12), False),
     "openai/responses/web-search-tool.sse": E("completed", ('stop',), None, 61, 44, 0, (9463, 582, 8320, None, 512), {}, (0, 60), False),
-    # 17 comment keepalives; two chunks say finish_reason length; the error chunk carries usage
-    "openrouter/chat-completions/keepalive-comments-error-chunk.sse": E("error", ('length',), '400', 4, 2, 17, (43, 10, 0, None, 11), {'event_after_terminal': 1}, None, True),
+    # 17 comment keepalives; two chunks say finish_reason length (the second without new output: no anomaly); the
+    # error chunk carries usage
+    "openrouter/chat-completions/keepalive-comments-error-chunk.sse": E("error", ('length',), '400', 4, 2, 17, (43, 10, 0, None, 11), {}, None, True),
     "openrouter/chat-completions/reasoning-claude.sse": E("completed", ('stop',), None, 14, 5, 4, (43, 36, 0, None, 13), {}, None, True),
     # data-only frames, one comment, trailing [DONE] on Responses
     "openrouter/responses/reasoning-text-keepalive.sse": E("completed", ('stop',), None, 40, 27, 1, (78, 37, 0, None, 22), {'trailing_done': 1}, (0, 39), True),
@@ -119,9 +121,32 @@ EXPECTED: dict[str, Any] = {
 # fmt: on
 # the error class of the captures with a bad outcome (every other one has none)
 CLASSES = {
-    "groq/chat-completions/error-event-tool-use-failed.sse": "_OTHER",  # tool_use_failed: not in the table
+    # code tool_use_failed is not in the table; its type invalid_request_error is
+    "groq/chat-completions/error-event-tool-use-failed.sse": "bad_request",
     "openai/responses/error-then-failed.payloads.jsonl": "quota_exceeded",  # insufficient_quota
     "openrouter/chat-completions/keepalive-comments-error-chunk.sse": "bad_request",  # in-band code 400
+}
+
+
+# the failure phase of the bad outcomes: reasoning deltas reached the caller before Groq's and OpenRouter's errors
+PHASES = {
+    "groq/chat-completions/error-event-tool-use-failed.sse": "during_output",
+    "openai/responses/error-then-failed.payloads.jsonl": "before_output",
+    "openrouter/chat-completions/keepalive-comments-error-chunk.sse": "during_output",
+}
+# time to first output as check gives it (an event index), where reasoning came first: the first text or tool
+# delta, counted by hand in each file (Anthropic's ping is a keepalive, not an event); None: only reasoning (or
+# nothing) came
+FIRST_OUTPUT = {
+    "anthropic/messages/thinking-signature.sse": 34,
+    "anthropic/messages/thinking-then-tool-use.sse": None,  # thinking, then tool input "": no output
+    "deepseek/chat-completions/reasoning-content.sse": 35,
+    "deepseek/responses/reasoning-text.sse": 16,
+    "groq/chat-completions/error-event-tool-use-failed.sse": None,  # 93 reasoning deltas, then the error
+    "openai/responses/reasoning-summary-text.sse": 90,
+    "openrouter/chat-completions/reasoning-claude.sse": 9,
+    "openrouter/chat-completions/keepalive-comments-error-chunk.sse": None,
+    "openai/chat-completions/text-include-usage.sse": 1,  # no reasoning: the first delta
 }
 
 
@@ -163,6 +188,11 @@ def test_capture(rel: str) -> None:
     )  # fmt: skip
     assert got == expected
     assert d["error_class"] == CLASSES.get(rel)
+    assert d["failure_phase"] == PHASES.get(rel)
+    if rel in FIRST_OUTPUT:
+        assert d["first_output_event_index"] == FIRST_OUTPUT[rel]
+    elif d["deltas"]:
+        assert d["first_output_event_index"] is not None
 
 
 def test_summary_of_outcomes() -> None:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from otelstream import names
+from otelstream.core.errors import error_fields
+
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
+# what an observer says an event was
 OTHER = 0
-DELTA = 1
+DELTA = 1  # a delta of output the user waits for: text, refusal, tool arguments, audio, citations
 KEEPALIVE = 2
+REASONING = 3  # a delta of reasoning (thinking): a delta, but not yet the answer (DESIGN §2, TTFO)
 
 EMPTY: dict[str, Any] = {}  # the fields of something that has none
 
@@ -30,25 +35,17 @@ def extra(obj: object, key: str) -> Any:
     return ex.get(key) if type(ex) is dict else None
 
 
+def field_or_extra(obj: object, key: str) -> Any:
+    """A field that newer SDK models declare and older ones keep as an extra."""
+    value = fields(obj).get(key)
+    return extra(obj, key) if value is None else value
+
+
 def nonempty(value: object) -> bool:
     return isinstance(value, str) and value != ""
 
 
-def error_code(err: object) -> str | None:
-    """The provider's error code or type from an error object (``{"code", "type", "message"}``)."""
-    f = fields(err)
-    for key in ("code", "type"):
-        value = f.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if type(value) is int:
-            return str(value)
-    return None
-
-
 def inband_error(tracker: StreamState, err: object) -> None:
     """An ``{"error": …}`` object after HTTP 200 (any surface)."""
-    from otelstream import names
-
-    tracker.set_error_type(error_code(err) or (err if isinstance(err, str) else None))
+    tracker.error_seen(error_fields(err))
     tracker.outcome_seen(names.ERROR, terminal=True)

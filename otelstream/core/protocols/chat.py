@@ -13,47 +13,70 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, extra, fields, inband_error, nonempty
+from otelstream.core.protocols._fields import (
+    DELTA,
+    EMPTY,
+    KEEPALIVE,
+    OTHER,
+    REASONING,
+    extra,
+    fields,
+    inband_error,
+    nonempty,
+)
 
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
+_ERROR_REASONS = frozenset(names.ERROR_FINISH_REASONS)
+# DESIGN §2: an aborted generation is the server's failure; recorded as the type of the error it stands for
+_ABORT_TYPE = names.EC_SERVER_ERROR
 _PART_KEYS = ("text", "thinking", "reasoning")
+_REASONING_PARTS = frozenset({"thinking", "reasoning"})
 _MAX_PART_DEPTH = 3  # a thinking part nests its text parts: [{"type": "thinking", "thinking": [{"text": …}]}]
 
 
-def _parts_carry_output(parts: list[Any], depth: int = 0) -> bool:
-    """A list of content parts of which one carries non-empty text, thinking or reasoning (nested lists included,
-    to a bounded depth)."""
+def _parts_kind(parts: list[Any], depth: int = 0) -> int:
+    """What a list of content parts carries: DELTA when one part has non-empty text, else REASONING when one has
+    non-empty thinking or reasoning (a thinking part's nested text parts included, to a bounded depth), else OTHER."""
+    kind = OTHER
     for part in parts:
         f = fields(part)
+        reasoning = f.get("type") in _REASONING_PARTS
         for key in _PART_KEYS:
             value = f.get(key)
             if type(value) is str:
-                if value:
-                    return True
-            elif type(value) is list and depth < _MAX_PART_DEPTH and _parts_carry_output(value, depth + 1):
-                return True
-    return False
+                found = (DELTA if key == "text" else REASONING) if value else OTHER
+            elif type(value) is list and depth < _MAX_PART_DEPTH:
+                found = _parts_kind(value, depth + 1)
+                if found != OTHER and key != "text":
+                    found = REASONING
+            else:
+                continue
+            if found == DELTA and not reasoning:
+                return DELTA
+            if found != OTHER:
+                kind = REASONING
+    return kind
 
 
-def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> bool:
-    """The rarer delta payloads, once ``content`` was found not to be a non-empty string."""
+def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> int:
+    """The rarer delta payloads, once ``content`` was found not to be a non-empty string: DELTA, REASONING or
+    OTHER."""
     content = dl.get("content")
-    if type(content) is list and _parts_carry_output(content):
-        return True
-    if nonempty(dl.get("refusal")):
-        return True
+    kind = _parts_kind(content) if type(content) is list else OTHER
+    if kind == DELTA or nonempty(dl.get("refusal")):
+        return DELTA
     calls = dl.get("tool_calls")
-    if calls:
-        if type(calls) is list:
-            for call in calls:
-                if nonempty(fields(fields(call).get("function")).get("arguments")):
-                    return True
-        return False
+    if calls and type(calls) is list:
+        for call in calls:
+            if nonempty(fields(fields(call).get("function")).get("arguments")):
+                return DELTA
     # vendor reasoning fields (DeepSeek, vLLM, OpenRouter, Groq) are extras outside the SDK model
-    return nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning"))
+    if nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning")):
+        return REASONING
+    return kind
 
 
 def observe_completions(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
@@ -72,15 +95,15 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
         return OTHER
     if name == "ping":
         return KEEPALIVE
-    if t.response_id is None:
+    if t.response_id is None or t.response_model is None:
+        # the first non-empty values (DESIGN §2): Azure's first chunk (prompt_filter_results) has id and model ""
         rid = d.get("id")
-        # Azure's first chunk (prompt_filter_results) has id "": take the first non-empty id
-        if isinstance(rid, str) and rid:
+        if isinstance(rid, str) and rid and t.response_id is None:
             t.response_id = rid[:128]
         model = d.get("model")
-        if isinstance(model, str) and model:
+        if isinstance(model, str) and model and t.response_model is None:
             t.response_model = model[:128]
-        # read here, until the first chunk with an id: every chunk repeats them, none needs reading per event
+        # read here, until the chunks named the response: every chunk repeats them, none needs reading per event
         tier = d.get("service_tier")
         if isinstance(tier, str) and tier:
             t.service_tier = tier[:64]
@@ -91,7 +114,8 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
         # decoded JSON: chunks carry a null usage key until the last only when usage was requested (a model cannot
         # tell absent from null); known before a finish in the same chunk is judged
         t.usage_requested = True
-    is_delta = False
+    kind = OTHER  # DELTA as soon as one choice carries output, else REASONING when one carries reasoning
+    finish_seen = False
     choices = d.get("choices")
     if choices:
         if type(choices) is not list:
@@ -106,7 +130,7 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
                         t.anomaly(names.ANOM_BAD_FIELD, "choice")
                         continue
                     c = choice
-                if not is_delta:
+                if kind != DELTA:
                     if chat:
                         delta = c.get("delta")
                         try:
@@ -114,29 +138,43 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
                         except AttributeError:
                             dl = delta if type(delta) is dict else EMPTY
                         content = dl.get("content")
-                        is_delta = (type(content) is str and content != "") or _chat_delta_rest(delta, dl)
+                        if type(content) is str and content != "":
+                            kind = DELTA
+                        elif (found := _chat_delta_rest(delta, dl)) != OTHER:
+                            kind = found
                     else:
                         text = c.get("text")
-                        is_delta = type(text) is str and text != ""
+                        if type(text) is str and text != "":
+                            kind = DELTA
                 index = c.get("index", 0)
                 if index != t.last_choice:  # the same choice as the chunk before: known already
                     index = t.choice_seen(index)
                 reason = c.get("finish_reason")
                 if reason is not None and index is not None and isinstance(reason, str):
+                    finish_seen = True
                     _finished(t, index, reason)
-            if is_delta and was_terminal and t.terminal:  # (a choice first seen now reopens the answer)
+            # new output after the answer ended (a choice first seen now reopens it); a chunk without any (OpenRouter
+            # repeats the finish_reason) is ordinary traffic
+            if kind != OTHER and was_terminal and t.terminal:
                 t.after_terminal()
     usage = d.get("usage")
+    if usage is None and (finish_seen or not choices):
+        # Groq (compound) reports usage only as x_groq.usage, on the last chunks: a vendor extra, read there only
+        usage = fields(extra(ev if ev is not None else d, "x_groq")).get("usage")
     if usage is not None:
         _usage(t, usage)
     if t.usage_seen and t.all_choices_finished():
         _complete(t)
-    return DELTA if is_delta else OTHER
+    return kind
 
 
 def _finished(t: StreamState, index: int, reason: str) -> None:
     if reason in _INCOMPLETE_REASONS:
         t.outcome_seen(names.INCOMPLETE, terminal=False)
+    elif reason in _ERROR_REASONS:
+        # an aborted or failed generation (vLLM: "abort"), then usually [DONE]: error, whatever completes the stream
+        t.error_seen((reason[:64], _ABORT_TYPE, None))
+        t.outcome_seen(names.ERROR, terminal=False)
     if t.choice_finished(index, reason) and (t.usage_seen or not t.usage_requested):
         _complete(t)
 

@@ -1,9 +1,10 @@
 """Anthropic Messages events.
 
 ``message_start`` carries the id, model and input usage; ``content_block_delta`` is a delta when its text /
-thinking / partial_json / citation payload is non-empty (``signature_delta`` is not output); ``message_delta``
-carries ``stop_reason`` and the *cumulative* usage (assign, never add); ``message_stop`` ends the answer; an
-``error`` event is an in-band error after HTTP 200; ``ping`` is a keepalive. There are no sequence numbers.
+thinking / partial_json / citation payload is non-empty (``signature_delta`` is not output; thinking is reasoning, not
+yet the answer); ``message_delta`` carries ``stop_reason`` and the *cumulative* usage (assign, never add);
+``message_stop`` ends the answer; an ``error`` event is an in-band error after HTTP 200; ``ping`` is a keepalive.
+There are no sequence numbers.
 Reported input tokens = input + cache read + cache write, as the semantic conventions require.
 """
 
@@ -12,17 +13,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, error_code, fields, inband_error
+from otelstream.core.errors import error_fields
+from otelstream.core.protocols._fields import DELTA, EMPTY, KEEPALIVE, OTHER, REASONING, fields, inband_error
 
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
-_PAYLOAD_KEY = {
-    "text_delta": "text",
-    "thinking_delta": "thinking",
-    "input_json_delta": "partial_json",
-    "citations_delta": "citation",
+# per delta type, its payload's key and what a non-empty payload is
+_PAYLOAD = {
+    "text_delta": ("text", DELTA),
+    "thinking_delta": ("thinking", REASONING),
+    "input_json_delta": ("partial_json", DELTA),
+    "citations_delta": ("citation", DELTA),
 }
+_NO_PAYLOAD = (None, OTHER)
 _COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn"})
 _INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
 _OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})
@@ -35,23 +39,23 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: str | None, ev: ob
         if typ is not None and typ != "ping":
             t.anomaly(names.ANOM_UNTYPED_EVENT, str(typ)[:80])
     if typ == "content_block_delta":
-        if t.terminal:
-            t.after_terminal()
         delta = d.get("delta")
         try:
             dd = delta.__dict__
         except AttributeError:
             dd = delta if type(delta) is dict else EMPTY
         try:
-            key = _PAYLOAD_KEY.get(dd.get("type"))  # type: ignore[arg-type]
+            key, kind = _PAYLOAD.get(dd.get("type"), _NO_PAYLOAD)  # type: ignore[arg-type]
         except TypeError:  # an unhashable delta type
             return OTHER
         if key is None:
             return OTHER
         payload = dd.get(key)
-        if type(payload) is str:
-            return DELTA if payload else OTHER
-        return DELTA if key == "citation" and payload else OTHER
+        if not payload or (type(payload) is not str and key != "citation"):
+            return OTHER
+        if t.terminal:  # new output after message_stop (an empty delta is no new output: no anomaly)
+            t.after_terminal()
+        return kind
     if type(typ) is not str and typ is not None:
         # a non-string type (a list, a dict) must not reach the frozenset lookup below: unhashable.
         # Checked after the delta branch so the per-delta path pays nothing for it.
@@ -63,11 +67,12 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: str | None, ev: ob
         return KEEPALIVE
     if typ == "message_start":
         message = fields(d.get("message"))
+        # the first non-empty values (DESIGN §2): a second message_start does not rename the response
         rid = message.get("id")
-        if isinstance(rid, str):
+        if isinstance(rid, str) and rid and t.response_id is None:
             t.response_id = rid[:128]
         model = message.get("model")
-        if isinstance(model, str) and model:
+        if isinstance(model, str) and model and t.response_model is None:
             t.response_model = model[:128]
         _usage(t, message.get("usage"))
         return OTHER
@@ -85,7 +90,7 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: str | None, ev: ob
         t.outcome_seen(names.COMPLETED, terminal=True)
         return OTHER
     if typ == "error":
-        t.set_error_type(error_code(d.get("error")))
+        t.error_seen(error_fields(d.get("error")))
         t.outcome_seen(names.ERROR, terminal=True)
         return OTHER
     if typ is None and d.get("error") is not None:

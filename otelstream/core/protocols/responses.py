@@ -11,12 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER, error_code, fields, inband_error, nonempty
+from otelstream.core.errors import code_text, error_fields, status_in_body
+from otelstream.core.protocols._fields import (
+    DELTA,
+    KEEPALIVE,
+    OTHER,
+    REASONING,
+    field_or_extra,
+    fields,
+    inband_error,
+    nonempty,
+)
 
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
-_K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING = range(8)
+_K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING, _K_REASONING = range(9)
 
 _DELTA_TYPES = (
     "response.audio.delta",
@@ -79,7 +89,9 @@ _OTHER_TYPES = (
     "response.steer.failed",
 )
 DELTA_TYPES = frozenset(_DELTA_TYPES)  # the tracker's fast path checks these inline
-_KIND: dict[str, int] = {t: _K_DELTA for t in _DELTA_TYPES}
+# deltas of the model's reasoning: deltas, but not the answer a user waits for (TTFO counts the others)
+REASONING_DELTA_TYPES = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+_KIND: dict[str, int] = {t: _K_REASONING if t in REASONING_DELTA_TYPES else _K_DELTA for t in _DELTA_TYPES}
 _KIND.update({t: _K_OTHER for t in _OTHER_TYPES})
 _KIND.update(
     {
@@ -125,20 +137,22 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
         t.seq_next = seq + 1  # in order, the common case: all the tracker's sequence() would do
     elif seq is not None or kind != _K_ERROR:
         t.sequence(seq)
-    if kind == _K_DELTA:
-        if t.terminal:
-            t.after_terminal()
+    if kind in (_K_DELTA, _K_REASONING):
         delta = d.get("delta")
         if type(delta) is str and delta:
+            if t.terminal:  # new output after the end (an empty delta is none: no anomaly)
+                t.after_terminal()
             after = t.client_filter_after
             # the .stream(response_id=…, starting_after=N) helper hides events up to N from the caller
             if after is None or (type(seq) is int and seq > after):
-                return DELTA
+                return DELTA if kind == _K_DELTA else REASONING
         return OTHER
     if kind is None:
         if type(typ) is str and typ.endswith(".delta"):
             t.anomaly(names.ANOM_UNKNOWN_EVENT, typ[:80])
-            return DELTA if nonempty(d.get("delta")) else OTHER
+            if not nonempty(d.get("delta")):
+                return OTHER
+            return REASONING if "reasoning" in typ else DELTA
         t.anomaly(names.ANOM_UNKNOWN_EVENT, typ[:80] if type(typ) is str else "event without type")
         return OTHER
     if kind == _K_OTHER:
@@ -146,9 +160,12 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
             t.after_terminal()
         return OTHER
     if kind == _K_ERROR:
-        code = d.get("code")
-        # SSE `error` events carry code/message at the top level; WebSocket ones nest them under `error`
-        t.set_error_type(code if isinstance(code, str) and code else error_code(d.get("error")))
+        # SSE `error` events carry code/message at the top level (their `type` is the event's); WebSocket ones nest
+        # them under `error`, with the status beside it
+        code, typ, status = error_fields(d.get("error"))
+        if status is None:
+            status = status_in_body(d.get("status"))
+        t.error_seen((code_text(d.get("code")) or code, typ, status))
         t.outcome_seen(names.ERROR, terminal=True)
         return OTHER
     # OpenAI follows an `error` event with `response.failed` (the recorded insufficient_quota stream does): that
@@ -165,7 +182,8 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
         t.add_finish_reason(reason if isinstance(reason, str) and reason else "length")
         t.outcome_seen(names.INCOMPLETE, terminal=True)
     elif kind == _K_FAILED:
-        t.set_error_type(error_code(fields(response).get("error")) or names.FAILED)
+        t.error_seen(error_fields(fields(response).get("error")))
+        t.set_error_type(names.FAILED)  # when the error named nothing
         t.add_finish_reason("error")
         t.outcome_seen(names.FAILED, terminal=True)
     return OTHER
@@ -176,11 +194,12 @@ def _response(t: StreamState, response: object) -> None:
     r = fields(response)
     if not r:
         return
+    # the first non-empty values (DESIGN §2)
     rid = r.get("id")
-    if isinstance(rid, str) and t.response_id is None:
+    if isinstance(rid, str) and rid and t.response_id is None:
         t.response_id = rid[:128]
     model = r.get("model")
-    if isinstance(model, str) and model:
+    if isinstance(model, str) and model and t.response_model is None:
         t.response_model = model[:128]
     tier = r.get("service_tier")  # the created event says what was asked ("auto"), the terminal one what served it
     if isinstance(tier, str) and tier:
@@ -194,8 +213,9 @@ def _response(t: StreamState, response: object) -> None:
     t.usage_seen = True
     t.usage_input = t.tokens(u.get("input_tokens"), "input_tokens")
     t.usage_output = t.tokens(u.get("output_tokens"), "output_tokens")
-    in_details = fields(u.get("input_tokens_details"))
-    t.usage_cache_read = t.tokens(in_details.get("cached_tokens"), "cached_tokens")
-    t.usage_cache_write = t.tokens(in_details.get("cache_write_tokens"), "cache_write_tokens")
+    in_details = u.get("input_tokens_details")
+    t.usage_cache_read = t.tokens(fields(in_details).get("cached_tokens"), "cached_tokens")
+    # Bedrock's cache writes: not a field of the SDK's model, so an extra there
+    t.usage_cache_write = t.tokens(field_or_extra(in_details, "cache_write_tokens"), "cache_write_tokens")
     out_details = fields(u.get("output_tokens_details"))
     t.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")
