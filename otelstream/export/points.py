@@ -98,7 +98,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(names.PROM_TOKEN_USAGE, names.OTEL_TOKEN_USAGE, "histogram", "{token}",
          "Tokens used, as the server reported them", names.TOKEN_BUCKETS),
     Spec(names.PROM_TIME_TO_FIRST_CHUNK, names.OTEL_TIME_TO_FIRST_CHUNK, "histogram", "s",
-         "Time from request to the first output delta", names.DURATION_BUCKETS),
+         "Time from request to the first output delta", names.TTFD_BUCKETS),
     Spec(names.PROM_TIME_PER_OUTPUT_CHUNK, names.OTEL_TIME_PER_OUTPUT_CHUNK, "histogram", "s",
          "Time between consecutive output deltas as the caller received them", names.TIME_PER_CHUNK_BUCKETS),
     Spec(names.PROM_STREAMS, names.OTEL_STREAMS, "counter", "{stream}", "Streams by outcome"),

@@ -99,7 +99,7 @@ def test_rules_use_only_design_names() -> None:
 
 def test_latency_slo_sits_on_a_bucket_boundary() -> None:
     """The TTFD SLO counts samples above an `le` boundary that exists in the histogram's buckets."""
-    boundaries = {f"{b:g}" for b in names.DURATION_BUCKETS} | {"+Inf"}
+    boundaries = {f"{b:g}" for b in names.TTFD_BUCKETS} | {"+Inf"}
     les = set()
     for rule in recording_rules() + alerting_rules():
         les |= set(re.findall(r'le="([^"]+)"', rule["expr"]))
