@@ -22,8 +22,9 @@ _OWN: dict[str, tuple[str, ...]] = {
     names.PROM_TOKEN_USAGE: (names.LABEL_TOKEN_TYPE,),
     names.PROM_TIME_TO_FIRST_CHUNK: (),
     names.PROM_TIME_PER_OUTPUT_CHUNK: (),
-    names.PROM_STREAMS: (names.LABEL_SURFACE, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE),
+    names.PROM_STREAMS: (names.LABEL_SURFACE, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE, names.LABEL_PHASE),
     names.PROM_TIME_TO_FIRST_EVENT: (names.LABEL_SURFACE,),
+    names.PROM_TIME_TO_FIRST_OUTPUT: (names.LABEL_SURFACE,),
     names.PROM_MAX_WAIT: (names.LABEL_SURFACE,),
     names.PROM_SEQUENCE_ANOMALIES: (names.LABEL_SURFACE, names.LABEL_KIND),
     names.PROM_ANOMALIES: (names.LABEL_SURFACE, names.LABEL_KIND),
@@ -104,6 +105,8 @@ SPECS: tuple[Spec, ...] = (
     Spec(names.PROM_STREAMS, names.OTEL_STREAMS, "counter", "{stream}", "Streams by outcome"),
     Spec(names.PROM_TIME_TO_FIRST_EVENT, names.OTEL_TIME_TO_FIRST_EVENT, "histogram", "s",
          "Time from request to the first parsed event of any kind", names.DURATION_BUCKETS),
+    Spec(names.PROM_TIME_TO_FIRST_OUTPUT, names.OTEL_TIME_TO_FIRST_OUTPUT, "histogram", "s",
+         "Time from request to the first output delta that is not reasoning", names.DURATION_BUCKETS),
     Spec(names.PROM_MAX_WAIT, names.OTEL_MAX_WAIT, "histogram", "s",
          "Longest single wait inside the SDK for the next event, per stream", names.DURATION_BUCKETS),
     Spec(names.PROM_SEQUENCE_ANOMALIES, names.OTEL_SEQUENCE_ANOMALIES, "counter", "{anomaly}",
@@ -148,10 +151,14 @@ def points(
     # A resumed stream's first delta comes from a replay, not from the model: it would fake a fast TTFT.
     if ttfd is not None and not report.resumed:
         yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
-    yield (names.PROM_STREAMS, (*common, surface, report.outcome, klass), 1.0)
+    # the failure phase, like the class: bad outcomes only, "" (absent) for good ones
+    yield (names.PROM_STREAMS, (*common, surface, report.outcome, klass, report.failure_phase or ""), 1.0)
     ttfe = report.time_to_first_event_s
     if ttfe is not None:
         yield (names.PROM_TIME_TO_FIRST_EVENT, (*common, surface), ttfe)
+    ttfo = report.time_to_first_output_s
+    if ttfo is not None and not report.resumed:  # (a replay's first output, like its first delta, is no latency)
+        yield (names.PROM_TIME_TO_FIRST_OUTPUT, (*common, surface), ttfo)
     # Max wait only for streams that produced events: an http_error never waited for one.
     if ttfe is not None or report.events:
         yield (names.PROM_MAX_WAIT, (*common, surface), report.max_wait_s)

@@ -272,6 +272,8 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
     if report.time_to_first_delta_s is not None:
         # on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk is the SDK's value
         a[names.ATTR_TIME_TO_FIRST_DELTA] = report.time_to_first_delta_s
+    if report.time_to_first_output_s is not None:
+        a[names.ATTR_TIME_TO_FIRST_OUTPUT] = report.time_to_first_output_s
     if report.service_tier:
         a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
     if report.system_fingerprint:
@@ -290,6 +292,9 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         klass = report.error_class or names.EC_OTHER
         a[names.ATTR_ERROR_TYPE] = report.error_type or klass
         a[names.ATTR_ERROR_CLASS] = klass
+        phase = report.failure_phase  # (set for every bad outcome)
+        if phase is not None:
+            a[names.ATTR_FAILURE_PHASE] = phase
     if not internal:
         if report.time_to_first_delta_s is not None:
             a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s

@@ -58,7 +58,7 @@ class FakeTracker:
         self.ended = True
         return make_report(
             self.start, outcome=names.ABANDONED, abandoned_reason=how, t_end_ns=self.clock(),
-            time_to_first_event_ns=None, time_to_first_delta_ns=None, usage=Usage(),
+            time_to_first_event_ns=None, time_to_first_delta_ns=None, time_to_first_output_ns=None, usage=Usage(),
         )  # fmt: skip
 
 
@@ -79,7 +79,8 @@ def make_report(start: StreamStart | None = None, **kw: Any) -> StreamReport:
         request_id="req_1", server_address=start.server_address, server_port=start.server_port,
         api_type=start.api_type, finish_reasons=("stop",), t_request_ns=start.t_request_ns,
         t_end_ns=start.t_request_ns + 1_500_000_000, time_to_first_event_ns=100_000_000,
-        time_to_first_delta_ns=200_000_000, max_wait_ns=200_000_000, wait_ns=400_000_000,
+        time_to_first_delta_ns=200_000_000, time_to_first_output_ns=300_000_000, first_output_event=4,
+        max_wait_ns=200_000_000, wait_ns=400_000_000,
         consumer_ns=50_000_000, events=12, deltas=5, usage=Usage(10, 5, 2, 0, 1),
         stream_id=start.stream_id, resumed=start.resumed,
     )  # fmt: skip

@@ -77,7 +77,7 @@ def test_hung_exporter_and_scrape_do_not_block_streams(clock: Clock) -> None:
 def _completed(registry: CollectorRegistry) -> float | None:
     return registry.get_sample_value(
         "otelstream_streams_total",
-        {**COMMON_LABELS, "surface": "responses", "outcome": "completed", "error_type": ""},
+        {**COMMON_LABELS, "surface": "responses", "outcome": "completed", "error_type": "", "phase": ""},
     )  # fmt: skip
 
 

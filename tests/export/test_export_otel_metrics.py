@@ -41,12 +41,19 @@ def feed(p: Any, clock: Clock) -> None:
     run_stream(p, clock, {"outcome": names.CUT, "sequence": SequenceStats(gaps=1, skipped=2),
                           "anomaly_counts": ((names.ANOM_MISSING_DONE, 1),)})  # fmt: skip
     run_stream(p, clock, {"outcome": names.HTTP_ERROR, "time_to_first_event_ns": None,
-                          "time_to_first_delta_ns": None, "usage": Usage(), "events": 0},
+                          "time_to_first_delta_ns": None, "time_to_first_output_ns": None, "usage": Usage(),
+                          "events": 0, "deltas": 0},
                provider=names.PROVIDER_ANTHROPIC, surface=names.MESSAGES, request_model="claude-x")  # fmt: skip
     # error classes on the error_type label of both the duration histogram and the streams counter
     run_stream(p, clock, {"outcome": names.HTTP_ERROR, "error_type": "429", "time_to_first_event_ns": None,
-                          "time_to_first_delta_ns": None, "usage": Usage(), "events": 0})  # fmt: skip
+                          "time_to_first_delta_ns": None, "time_to_first_output_ns": None, "usage": Usage(),
+                          "events": 0, "deltas": 0})  # fmt: skip
     run_stream(p, clock, {"outcome": names.ERROR, "error_type": "overloaded_error"})
+    # the failure phase: an in-band error before any delta (the report's others are during output)
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", "deltas": 0,
+                          "time_to_first_delta_ns": None, "time_to_first_output_ns": None})  # fmt: skip
+    # a reasoning stream: its first output well after its first delta, in another bucket
+    run_stream(p, clock, {"time_to_first_delta_ns": 50_000_000, "time_to_first_output_ns": 3_000_000_000})
     # one stream still open: the live gauges must agree too
     start = make_start(t_request_ns=clock())
     tracker = FakeTracker(start, clock)
@@ -99,11 +106,16 @@ def test_parity_with_prometheus_metric_reader(
     names_seen = {name for name, _ in a}
     classes = {dict(labels).get("error_type") for name, labels in a
                if name in ("otelstream_streams_total", "gen_ai_client_operation_duration_seconds_count")}  # fmt: skip
-    assert classes == {None, "cut", "_OTHER", "rate_limited", "overloaded"}
+    assert classes == {None, "cut", "_OTHER", "rate_limited", "overloaded", "server_error"}
+    phases = {(dict(labels)["outcome"], dict(labels).get("phase")) for name, labels in a
+              if name == "otelstream_streams_total"}  # fmt: skip
+    assert phases == {("completed", None), ("cut", "during_output"), ("http_error", "before_output"),
+                      ("error", "during_output"), ("error", "before_output")}  # fmt: skip
     for expected in ("otelstream_streams_total", "gen_ai_client_token_usage_bucket",
                      "gen_ai_client_operation_duration_seconds_count", "otelstream_streams_active",
                      "otelstream_streams_stalled", "otelstream_stream_sequence_anomalies_total",
-                     "gen_ai_client_operation_time_per_output_chunk_seconds_bucket"):  # fmt: skip
+                     "gen_ai_client_operation_time_per_output_chunk_seconds_bucket",
+                     "otelstream_stream_time_to_first_output_seconds_bucket"):  # fmt: skip
         assert expected in names_seen
     mp.shutdown()
 

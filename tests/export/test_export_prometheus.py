@@ -46,7 +46,7 @@ def test_completed_stream_series(make_pipeline: Any, clock: Clock, registry: Col
     run_stream(p, clock)
     assert p.flush(5.0)
     r = registry
-    assert sample(r, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 1
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="completed", error_type="", phase="") == 1
     assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type="") == 1
     assert sample(r, "gen_ai_client_operation_duration_seconds_sum", error_type="") == 1.5
     assert sample(r, "gen_ai_client_operation_duration_seconds_bucket", error_type="", le="1.28") == 0
@@ -59,6 +59,10 @@ def test_completed_stream_series(make_pipeline: Any, clock: Clock, registry: Col
     assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket", le="0.16") == 0
     assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_bucket", le="0.32") == 1
     assert sample(r, "otelstream_stream_time_to_first_event_seconds_count", surface="responses") == 1
+    # TTFO, beside TTFD: 0.3 s (the report's) in the (0.16, 0.32] bucket
+    assert sample(r, "otelstream_stream_time_to_first_output_seconds_count", surface="responses") == 1
+    assert sample(r, "otelstream_stream_time_to_first_output_seconds_bucket", surface="responses", le="0.16") == 0
+    assert sample(r, "otelstream_stream_time_to_first_output_seconds_bucket", surface="responses", le="0.32") == 1
     assert sample(r, "otelstream_stream_max_wait_seconds_sum", surface="responses") == 0.2
     assert sample(r, "otelstream_streams_active", surface="responses") == 0
     assert sample(r, "otelstream_streams_stalled", surface="responses") == 0
@@ -68,13 +72,14 @@ def test_bad_outcome_error_type_label_and_no_ttft(
     make_pipeline: Any, clock: Clock, registry: CollectorRegistry
 ) -> None:
     p = make_pipeline()
-    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", "time_to_first_delta_ns": None})
+    no_ttfd = {"time_to_first_delta_ns": None, "time_to_first_output_ns": None}
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "server_error", **no_ttfd})
     run_stream(
         p, clock,
-        {"outcome": names.HTTP_ERROR, "error_type": "529", "time_to_first_event_ns": None,
-         "time_to_first_delta_ns": None, "usage": Usage(), "events": 0},
+        {"outcome": names.HTTP_ERROR, "error_type": "529", "time_to_first_event_ns": None, **no_ttfd,
+         "usage": Usage(), "events": 0},
     )  # fmt: skip
-    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "tool_use_failed", "time_to_first_delta_ns": None})
+    run_stream(p, clock, {"outcome": names.ERROR, "error_type": "tool_use_failed", **no_ttfd})
     assert p.flush(5.0)
     r = registry
     # error_type takes the error class (a closed set), never the provider's code nor the outcome
@@ -84,10 +89,13 @@ def test_bad_outcome_error_type_label_and_no_ttft(
     for value in ("error", "http_error", "529", "tool_use_failed"):
         assert sample(r, "gen_ai_client_operation_duration_seconds_count", error_type=value) is None
     # the same label on the streams counter
-    assert sample(r, "otelstream_streams_total", surface="responses", outcome="error", error_type="server_error") == 1
+    # and the failure phase beside it: the error came after the report's deltas, an http_error before any output
+    assert sample(r, "otelstream_streams_total", surface="responses", outcome="error", error_type="server_error",
+                  phase="during_output") == 1  # fmt: skip
     assert sample(r, "otelstream_streams_total", surface="responses", outcome="http_error",
-                  error_type="overloaded") == 1  # fmt: skip
+                  error_type="overloaded", phase="before_output") == 1  # fmt: skip
     assert sample(r, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
+    assert sample(r, "otelstream_stream_time_to_first_output_seconds_count", surface="responses") is None
     assert sample(r, "otelstream_stream_max_wait_seconds_count", surface="responses") == 2  # not the http_error
     assert sample(r, "gen_ai_client_token_usage_count", gen_ai_token_type="input") == 2
 
@@ -97,7 +105,9 @@ def test_resumed_stream_stays_out_of_ttft(make_pipeline: Any, clock: Clock, regi
     run_stream(p, clock, resumed=True)
     assert p.flush(5.0)
     assert sample(registry, "gen_ai_client_operation_time_to_first_chunk_seconds_count") is None
-    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 1
+    assert sample(registry, "otelstream_stream_time_to_first_output_seconds_count", surface="responses") is None
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="",
+                  phase="") == 1  # fmt: skip
 
 
 def test_anomaly_counters(make_pipeline: Any, clock: Clock, registry: CollectorRegistry) -> None:
@@ -202,7 +212,8 @@ def test_pipeline_twice_same_registry(make_pipeline: Any, clock: Clock, registry
     p2 = make_pipeline()
     run_stream(p2, clock)
     assert p2.flush(5.0)
-    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="") == 2
+    assert sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="",
+                  phase="") == 2  # fmt: skip
 
 
 def test_pipeline_again_on_the_same_registry_takes_its_model_settings(
@@ -276,7 +287,8 @@ def test_full_queue_counts_dropped(
         assert p.flush_metrics(time.monotonic() + 5.0)
     assert not p.flush(0.2)  # the span queue is stuck
     # a blocked span export costs spans only: every stream counted, the spans beyond the queue counted as dropped
-    done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="")
+    done = sample(registry, "otelstream_streams_total", surface="responses", outcome="completed", error_type="",
+                  phase="")  # fmt: skip
     dropped = sample(registry, "otelstream_reports_dropped_total")
     assert done == 10
     assert dropped is not None and 7 <= dropped <= 8  # one span in hand (maybe not yet taken), two queued

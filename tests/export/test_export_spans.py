@@ -46,6 +46,7 @@ def test_completed_stream_client_span(make_pipeline: Any, clock: Clock, span_exp
         names.ATTR_REQUEST_ID: "req_1",
         names.ATTR_TIME_TO_FIRST_EVENT: 0.1,
         names.ATTR_TIME_TO_FIRST_DELTA: 0.2,
+        names.ATTR_TIME_TO_FIRST_OUTPUT: 0.3,
         names.ATTR_MAX_WAIT: 0.2,
         names.ATTR_CONSUMER_TIME: 0.05,
         names.ATTR_EVENTS: 12,
@@ -123,9 +124,13 @@ def test_status_per_outcome(
         # the provider's code where there is one, else the class; the class always
         assert a[names.ATTR_ERROR_TYPE] == (error_type or klass)
         assert a[names.ATTR_ERROR_CLASS] == klass
+        # the report's 5 deltas reached the caller before the failure; an http_error never had output
+        phase = names.PHASE_BEFORE_OUTPUT if outcome == names.HTTP_ERROR else names.PHASE_DURING_OUTPUT
+        assert a[names.ATTR_FAILURE_PHASE] == phase
     else:
         assert span.status.status_code is StatusCode.UNSET
         assert names.ATTR_ERROR_TYPE not in a and names.ATTR_ERROR_CLASS not in a
+        assert names.ATTR_FAILURE_PHASE not in a
 
 
 def test_span_name_without_model_and_completions_operation(
@@ -255,8 +260,8 @@ def test_internal_child_under_genai_peer_span(
     a = span.attributes or {}
     assert not [k for k in a if k.startswith("gen_ai.usage.")]
     assert names.ATTR_RESPONSE_TTFC not in a
-    # the one TTFD a trace query can rely on whichever span is the CLIENT one
-    assert a[names.ATTR_TIME_TO_FIRST_DELTA] == 0.2
+    # the one TTFD a trace query can rely on whichever span is the CLIENT one, and TTFO (no semconv twin)
+    assert a[names.ATTR_TIME_TO_FIRST_DELTA] == 0.2 and a[names.ATTR_TIME_TO_FIRST_OUTPUT] == 0.3
     assert a[names.ATTR_OUTCOME] == "completed" and a[names.ATTR_DELTAS] == 5
     # exactly one CLIENT span per call
     assert [s.kind for s in spans(span_exporter)].count(SpanKind.CLIENT) == 1
@@ -314,13 +319,16 @@ def test_http_error_span(make_pipeline: Any, clock: Clock, span_exporter: InMemo
     run_stream(
         p, clock,
         {"outcome": names.HTTP_ERROR, "error_type": "rate_limit_exceeded", "events": 0, "deltas": 0,
-         "time_to_first_event_ns": None, "time_to_first_delta_ns": None, "usage": make_report().usage.__class__()},
+         "time_to_first_event_ns": None, "time_to_first_delta_ns": None, "time_to_first_output_ns": None,
+         "usage": make_report().usage.__class__()},
     )  # fmt: skip
     assert p.flush(5.0)
     (span,) = spans(span_exporter)
     assert span.status.status_code is StatusCode.ERROR
     assert span.status.description == "rate_limit_exceeded"
-    assert (span.attributes or {})[names.ATTR_ERROR_TYPE] == "rate_limit_exceeded"
+    a = span.attributes or {}
+    assert a[names.ATTR_ERROR_TYPE] == "rate_limit_exceeded"
+    assert a[names.ATTR_FAILURE_PHASE] == names.PHASE_BEFORE_OUTPUT and names.ATTR_TIME_TO_FIRST_OUTPUT not in a
     assert span.events == ()
 
 

@@ -47,6 +47,12 @@ class Want:
         by_code = {"server_error": "server_error", "api_error": "server_error", "overloaded_error": "overloaded"}
         return None if self.error_type is None else by_code.get(self.error_type, self.error_type)
 
+    def phase(self, outcome: str) -> str | None:
+        """The failure phase: bad outcomes only; before_output when no delta had reached the caller."""
+        if self.error_type is None:
+            return None
+        return names.PHASE_DURING_OUTPUT if self.deltas and outcome != names.HTTP_ERROR else names.PHASE_BEFORE_OUTPUT
+
 
 # Derived from the fake provider's bodies (otelstream/demo/bodies.py) with TOKENS=6 words, cut at 3:
 # responses: created, in_progress, output_item.added, content_part.added, deltas, then 3 *.done + terminal;
@@ -90,7 +96,7 @@ assert sorted(CASES) == sorted(WANT), "every supported surface x outcome has an 
 
 _TIMINGS = {
     names.ATTR_MAX_WAIT, names.ATTR_CONSUMER_TIME, names.ATTR_TIME_TO_FIRST_EVENT, names.ATTR_RESPONSE_TTFC,
-    names.ATTR_TIME_TO_FIRST_DELTA, names.ATTR_OUTPUT_TOKENS_PER_SECOND,
+    names.ATTR_TIME_TO_FIRST_DELTA, names.ATTR_OUTPUT_TOKENS_PER_SECOND, names.ATTR_TIME_TO_FIRST_OUTPUT,
 }  # fmt: skip
 
 
@@ -160,6 +166,7 @@ def expected_attributes(
     if w.error_type is not None:
         a[names.ATTR_ERROR_TYPE] = w.error_type
         a[names.ATTR_ERROR_CLASS] = w.error_class
+        a[names.ATTR_FAILURE_PHASE] = w.phase(outcome)
     if w.output_tokens is not None:
         a[names.ATTR_USAGE_INPUT] = _server_usage(surface, seen)
         a[names.ATTR_USAGE_OUTPUT] = w.output_tokens
@@ -185,7 +192,7 @@ def expected_samples(surface: str, outcome: str, seen: Seen, port: int) -> dict[
     s = {**common, names.LABEL_SURFACE: surface}
     klass = w.error_class or ""  # the error_type label: the class, absent for good outcomes
     out: dict[Any, float] = {
-        key("otelstream_streams_total", **s, outcome=outcome, error_type=klass): 1,
+        key("otelstream_streams_total", **s, outcome=outcome, error_type=klass, phase=w.phase(outcome) or ""): 1,
         key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass): 1,
         key("otelstream_streams_active", **live, surface=surface): 0,
         key("otelstream_streams_stalled", **live, surface=surface): 0,
@@ -195,6 +202,7 @@ def expected_samples(surface: str, outcome: str, seen: Seen, port: int) -> dict[
         out[key("otelstream_stream_max_wait_seconds_count", **s)] = 1
     if w.deltas:
         out[key("gen_ai_client_operation_time_to_first_chunk_seconds_count", **common)] = 1
+        out[key("otelstream_stream_time_to_first_output_seconds_count", **s)] = 1  # the answer is all output
     if w.deltas > 1:
         out[key("gen_ai_client_operation_time_per_output_chunk_seconds_count", **common)] = w.deltas - 1
     if w.output_tokens is not None:
@@ -230,7 +238,8 @@ def check(tel: Telemetry, provider: FakeProvider, surface: str, outcome: str, se
     if w.events:
         want_timings.add(names.ATTR_TIME_TO_FIRST_EVENT)
     if w.deltas:
-        want_timings |= {names.ATTR_RESPONSE_TTFC, names.ATTR_TIME_TO_FIRST_DELTA}
+        # no reasoning in the fake provider's answers: the first delta is the first output
+        want_timings |= {names.ATTR_RESPONSE_TTFC, names.ATTR_TIME_TO_FIRST_DELTA, names.ATTR_TIME_TO_FIRST_OUTPUT}
     if w.output_tokens:
         want_timings.add(names.ATTR_OUTPUT_TOKENS_PER_SECOND)
     assert set(timings) == want_timings
@@ -238,6 +247,7 @@ def check(tel: Telemetry, provider: FakeProvider, surface: str, outcome: str, se
     assert all(isinstance(v, float) and v >= 0 for v in timings.values()), timings
     if w.deltas:
         assert 0 < timings[names.ATTR_TIME_TO_FIRST_EVENT] <= timings[names.ATTR_RESPONSE_TTFC] <= duration + 1e-6
+        assert timings[names.ATTR_TIME_TO_FIRST_OUTPUT] == timings[names.ATTR_TIME_TO_FIRST_DELTA]
     assert timings[names.ATTR_MAX_WAIT] <= duration + 1e-6
 
     assert [e.name for e in span.events] == ([names.SPAN_EVENT_FIRST_DELTA] if w.deltas else [])

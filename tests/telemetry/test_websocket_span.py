@@ -108,9 +108,11 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
     # the fake provider's codes are server_error; an abnormal close (1006) is the connection breaking
     klass = {names.FAILED: "server_error", names.ERROR: "server_error", names.CUT: "cut",
              names.TRANSPORT_ERROR: "connection"}.get(outcome, "")  # fmt: skip
+    # every bad outcome here comes after deltas reached the caller
+    phase = names.PHASE_DURING_OUTPUT if outcome in names.BAD_OUTCOMES else ""
     if outcome in names.BAD_OUTCOMES:
         assert rspan.status.status_code is StatusCode.ERROR and names.ATTR_ERROR_TYPE in a
-        assert a[names.ATTR_ERROR_CLASS] == klass
+        assert a[names.ATTR_ERROR_CLASS] == klass and a[names.ATTR_FAILURE_PHASE] == phase and seen.deltas
     else:
         assert rspan.status.status_code is StatusCode.UNSET and names.ATTR_ERROR_TYPE not in a
         assert names.ATTR_ERROR_CLASS not in a
@@ -126,10 +128,9 @@ def test_ws_outcome_spans_and_samples(tel: Telemetry, provider: FakeProvider, ou
     }  # fmt: skip
     common = {**live, names.LABEL_RESPONSE_MODEL: MODEL}
     samples = tel.samples()
-    assert samples[key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass)] == 1
-    assert [k for k in samples if k[0] == "otelstream_streams_total"] == [
-        key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass)
-    ]
+    streams = key("otelstream_streams_total", **common, surface=WS, outcome=outcome, error_type=klass, phase=phase)
+    assert samples[streams] == 1
+    assert [k for k in samples if k[0] == "otelstream_streams_total"] == [streams]
     assert samples[key("gen_ai_client_operation_duration_seconds_count", **common, error_type=klass)]
     assert samples[key("gen_ai_client_operation_time_to_first_chunk_seconds_count", **common)] == 1
     assert samples[key("gen_ai_client_operation_time_per_output_chunk_seconds_count", **common)] == seen.deltas - 1
