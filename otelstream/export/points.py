@@ -106,7 +106,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(names.PROM_TIME_TO_FIRST_EVENT, names.OTEL_TIME_TO_FIRST_EVENT, "histogram", "s",
          "Time from request to the first parsed event of any kind", names.DURATION_BUCKETS),
     Spec(names.PROM_TIME_TO_FIRST_OUTPUT, names.OTEL_TIME_TO_FIRST_OUTPUT, "histogram", "s",
-         "Time from request to the first output delta that is not reasoning", names.DURATION_BUCKETS),
+         "Time from request to the first output delta that is not reasoning", names.TTFD_BUCKETS),
     Spec(names.PROM_MAX_WAIT, names.OTEL_MAX_WAIT, "histogram", "s",
          "Longest single wait inside the SDK for the next event, per stream", names.DURATION_BUCKETS),
     Spec(names.PROM_SEQUENCE_ANOMALIES, names.OTEL_SEQUENCE_ANOMALIES, "counter", "{anomaly}",

@@ -145,6 +145,12 @@ def test_otel_instrument_names_units_and_attributes(make_pipeline: Any, clock: C
     (sp,) = streams.data.data_points  # type: ignore[union-attr]
     attrs = dict(sp.attributes or {})  # type: ignore[union-attr]
     assert (attrs["outcome"], attrs["error.type"], sp.value) == ("failed", "rate_limited", 1)  # type: ignore[union-attr]
+    assert attrs["phase"] == names.PHASE_DURING_OUTPUT  # the report's deltas came before the failure
+    # TTFO in TTFD's buckets: the dashboard sets the two quantiles side by side
+    ttfo = metrics[names.OTEL_TIME_TO_FIRST_OUTPUT]
+    (tp,) = ttfo.data.data_points  # type: ignore[union-attr]
+    assert ttfo.unit == "s" and dict(tp.attributes or {})["surface"] == names.RESPONSES
+    assert tuple(tp.explicit_bounds) == names.TTFD_BUCKETS and tp.sum == pytest.approx(0.3)  # type: ignore[attr-defined]
     mp.shutdown()
 
 
