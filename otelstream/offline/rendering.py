@@ -117,6 +117,7 @@ def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: Tot
     outcome = totals.outcome
     first_error = totals.error_types.get(outcome) if outcome != names.COMPLETED else None
     first_class = totals.error_classes.get(outcome)  # from the responses whose outcome the transcript's is
+    first_phase = totals.phases.get(outcome)
     # per-response numbering restarts at 0, so first/last are only meaningful per lane
     seq = {"first": None, "last": None, "gaps": totals.gaps, "skipped": totals.skipped,
            "duplicates": totals.duplicates, "out_of_order": totals.out_of_order, "bad_start": totals.bad_start,
@@ -128,8 +129,10 @@ def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: Tot
         "finish_reasons": finish,
         "error_type": first_error[1] if first_error is not None else None,
         "error_class": first_class[1] if first_class is not None else None,
+        "failure_phase": first_phase[1] if first_phase is not None else None,
         "events": totals.events,
         "deltas": totals.deltas,
+        "first_output_event_index": None,  # event indexes restart with each response: per lane only
         "keepalives": totals.keepalives,
         "done_sentinel": totals.done_sentinel,
         "sequence": seq,
@@ -156,6 +159,12 @@ def _report_text(r: StreamReport, *, surface: bool = True) -> str:
         parts.append(f"error_class={r.error_class}")
     if r.error_type and r.outcome != names.COMPLETED:
         parts.append(f"error_type={r.error_type}")
+    if r.failure_phase is not None:  # did the user see part of an answer before it broke
+        parts.append(f"phase={r.failure_phase}")
+    if r.deltas and r.time_to_first_output_ns != r.time_to_first_delta_ns:
+        # reasoning came first (check's clock ticks per record): where the answer began, if it did
+        first = r.first_output_event
+        parts.append("first_output=none" if first is None else f"first_output=event {first}")
     u = r.usage
     if u.input_tokens is not None or u.output_tokens is not None:
         tokens = f"tokens in={_n(u.input_tokens)} out={_n(u.output_tokens)}"

@@ -40,6 +40,7 @@ class Totals:
     first_bad: tuple[int, str] | None = None  # the first response that did not complete: (place, outcome)
     error_types: dict[str, tuple[int, str]] = field(default_factory=dict)  # per outcome, its first error_type
     error_classes: dict[str, tuple[int, str]] = field(default_factory=dict)  # per outcome, its first error_class
+    phases: dict[str, tuple[int, str]] = field(default_factory=dict)  # per outcome, its first failure phase
     model: tuple[int, str] | None = None
     lane_ids: set[str | None] = field(default_factory=set)  # distinct lanes, up to MAX_REPORTED_LANE_RESPONSES
     lanes_more: bool = False
@@ -81,6 +82,11 @@ class Totals:
             known = self.error_classes.get(r.outcome)
             if known is None or place < known[0]:
                 self.error_classes[r.outcome] = (place, r.error_class)
+        phase = r.failure_phase
+        if phase is not None:
+            known = self.phases.get(r.outcome)
+            if known is None or place < known[0]:
+                self.phases[r.outcome] = (place, phase)
         if r.response_model and (self.model is None or place < self.model[0]):
             self.model = (place, r.response_model)
         if r.stream_id not in self.lane_ids:
