@@ -44,7 +44,7 @@ from otelstream.adapters.calls import (
     observed_call,
     watch,
 )
-from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
+from otelstream.adapters.ending import bind_response, classify_common, error_type_of
 from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
@@ -287,10 +287,8 @@ PATCHES = (
           scopes=_ASYNC),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, register_iteration_code,
-          measures=LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, register_iteration_code,
-          measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
+    Patch("anthropic._streaming", "Stream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
     # when its frame was decoded: the SDK's own work on the event is then counted as wait)
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,

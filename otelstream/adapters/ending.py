@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-import types
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
@@ -16,62 +15,27 @@ import httpx2  # both SDKs depend on it; this module is imported only when one o
 from otelstream import _guard
 from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import UNOBSERVED, Call, finish
-from otelstream.adapters.observing import observe_async, observe_sync
+from otelstream.adapters.observing import current_task
 
 
-def body_closed(call: Call) -> None:
-    """The response body is being closed. By the stream's own iteration ending, it is not the caller's: the SDK's
-    ``finally: response.close()`` (openai ``_streaming.py:117-119``, anthropic ``_streaming.py:124-130``), or httpx2's
-    raw iterator's ``finally`` (EOF, an error, a cancelled pull, the generators closed at shutdown), which run
-    *before* the end reaches our generator: leave the end to the generator. Otherwise it is the caller (``close()``,
-    a context exit, a helper's ``_response.close()``, also from another thread or task while a pull waits, which then
-    fails): abandoned (close), unless a terminal event was already seen."""
-    if call.tracker.ended or (call.observed != UNOBSERVED and _iteration_ending()):
+def body_closed(call: Call, whoami: Callable[[], object]) -> None:
+    """The response body is being closed (``whoami``: the identity of the thread or task closing it). Decided from
+    what our own code saw, never from which of the HTTP library's or the SDK's functions is on the stack (they move
+    between minor releases). A close made by the stream's own iteration is not the caller's: our observing generator
+    is inside a pull on this very thread or task (``Call.pulling``) and our body wrapper is not waiting for bytes
+    (``Call.reading``), so the close comes from code the pull itself runs: the SDK's ``finally: response.close()``,
+    the HTTP library's iterator ending at EOF, on an error or a cancelled read, a drain after ``[DONE]``. Leave that
+    end to the generator, which sees how the pull ended. Any other close is the caller's: ``close()``, a context exit,
+    a helper's ``_response.close()``, from another thread or task while a pull waits, or from a signal handler that
+    interrupted a read (the wrapper is then still reading): abandoned (close), unless the stream already ended."""
+    if call.tracker.ended:
         return
+    pulling = call.pulling
+    if call.observed != UNOBSERVED and pulling is not None and not call.reading:
+        with _guard.guard("adapters.body_closed"):
+            if whoami() == pulling:
+                return
     finish(call, "close")
-
-
-def _iteration_ending() -> bool:
-    """Whether the close comes straight from a stream's own iteration (once per stream): an observing generator, the
-    SDK's stream loop or httpx2's raw iterator calling the response's close, on this stack. A close from anywhere else
-    is the caller's: from another thread or task while a pull waits, or from a signal handler that interrupted the
-    pull (its frame sits on top of the iteration's)."""
-    frame: types.FrameType | None = sys._getframe(3)  # the caller of our body's close
-    while frame is not None and _forwards_close(frame):
-        frame = frame.f_back
-    return frame is not None and frame.f_code in _ITERATION_CODES
-
-
-def _forwards_close(frame: types.FrameType) -> bool:
-    """The response's close, or another body wrapper's (anthropic's tracing wraps the body too) passing it on."""
-    code = frame.f_code
-    if code in _RESPONSE_CLOSE_CODES:
-        return True
-    return code.co_name in ("close", "aclose") and isinstance(frame.f_locals.get("self"), _BYTE_STREAMS)
-
-
-# where a stream's own iteration closes its body: our observing generators, the SDKs' stream loops and drains (added by
-# ``register_iteration_code`` when their patch is applied) and httpx2's raw iterators (a cancelled pull closes the
-# body there, while the throw that reaches it leaves the generators around it off the frame chain)
-_ITERATION_CODES = {
-    observe_sync.__code__,
-    observe_async.__code__,
-    httpx2.Response.iter_raw.__code__,
-    httpx2.Response.aiter_raw.__code__,
-}
-_RESPONSE_CLOSE_CODES = {httpx2.Response.close.__code__, httpx2.Response.aclose.__code__}
-
-
-def register_iteration_code(func: Any) -> None:
-    """A ``__stream__`` patch's ``prepare``: the SDK's loop closes the body in its ``finally``, openai's async loop
-    also through its drain after ``[DONE]`` (HTTP/1.1): such a close is the iteration ending, not the caller's
-    (``body_closed``). The SDK's own function objects, looked up when the patch is applied."""
-    if type(func) is not types.FunctionType:
-        return
-    _ITERATION_CODES.add(func.__code__)
-    drain = func.__globals__.get("drain_response_async")
-    if type(drain) is types.FunctionType:
-        _ITERATION_CODES.add(drain.__code__)
 
 
 def bind_response(call: Call, response: Any) -> None:
@@ -121,41 +85,65 @@ class _BodyBase:
 
 class _SyncBody(_BodyBase):
     def __iter__(self) -> Iterator[bytes]:
-        return iter(self._otelstream_body)  # the inner iterator itself: no per-chunk cost
+        return _read_sync(self._otelstream_body, self._otelstream_call)
 
     def close(self) -> None:
-        body_closed(self._otelstream_call)
+        body_closed(self._otelstream_call, threading.get_ident)
         self._otelstream_body.close()
 
 
 class _AsyncBody(_BodyBase):
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._otelstream_body.__aiter__()  # type: ignore[no-any-return]
+        return _read_async(self._otelstream_body, self._otelstream_call)
 
     async def aclose(self) -> None:
-        body_closed(self._otelstream_call)
+        body_closed(self._otelstream_call, current_task)
         await self._otelstream_body.aclose()
+
+
+def _read_sync(body: Any, call: Call) -> Iterator[bytes]:
+    """The body's chunks, passed on unchanged; ``Call.reading`` is true exactly while the next one is awaited."""
+    call.reading = True
+    try:
+        for chunk in body:
+            call.reading = False
+            yield chunk
+            call.reading = True
+    finally:
+        call.reading = False
+
+
+async def _read_async(body: Any, call: Call) -> AsyncIterator[bytes]:
+    chunks = body.__aiter__()
+    call.reading = True
+    try:
+        async for chunk in chunks:
+            call.reading = False
+            yield chunk
+            call.reading = True
+    finally:
+        call.reading = False
+        # the body's own iterator is closed here, in this task, rather than left to asyncio's finalizer
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 # the client libraries (top-level package names) whose bodies get the close hook: httpx2, both SDKs' client; httpx,
 # openai 2.x's, adopted when the first response or exception of it is met (it need not be installed)
 _ADOPTED = {"httpx2"}
-_BYTE_STREAMS: tuple[type, ...] = (httpx2.SyncByteStream, httpx2.AsyncByteStream)
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, httpx2.StreamError)
 
 
 def _adopt_httpx() -> bool:
     """The legacy ``httpx`` (openai 2.x reads its streams with it), met in a response or an exception: the same body
-    hooks, iteration codes and transport errors for its classes, once per process. False when it is not imported."""
+    hooks and transport errors for its classes, once per process. False when it is not imported."""
     httpx = sys.modules.get("httpx")
     if httpx is None:
         return False
-    global _BYTE_STREAMS, _TRANSPORT_ERRORS
+    global _TRANSPORT_ERRORS
     with _ADOPT_LOCK:
         if "httpx" not in _ADOPTED:
-            _ITERATION_CODES.update((httpx.Response.iter_raw.__code__, httpx.Response.aiter_raw.__code__))
-            _RESPONSE_CLOSE_CODES.update((httpx.Response.close.__code__, httpx.Response.aclose.__code__))
-            _BYTE_STREAMS = (*_BYTE_STREAMS, httpx.SyncByteStream, httpx.AsyncByteStream)
             _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, httpx.TransportError, httpx.StreamError)
             _ADOPTED.add("httpx")
     return True

@@ -10,7 +10,10 @@ only for an event off its flat path (an untyped lifecycle event a gateway sent i
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
+from threading import get_ident
 from types import TracebackType
 from typing import Any
 
@@ -24,32 +27,74 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
-    ended (``_StreamEnd``)."""
+    ended (``_StreamEnd``). While a pull runs, ``call.pulling`` names the thread running it: a close of the body made
+    by that pull is the stream's own (``ending.body_closed``)."""
     tracker = call.tracker
     clock = tracker.clock
+    whoami = get_ident
     with _StreamEnd(call, classify):
+        call.pulling = whoami()
         tracker.first_pull(clock())
         for item in gen:
+            call.pulling = None
             try:
                 tracker.event(item, call.frame)
             except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
                 _guard.report("adapters.event", exc)
             yield item
+            call.pulling = whoami()
             tracker.t_pull = clock()
 
 
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
+    """``observe_sync`` for async streams: ``call.pulling`` names the task running the pull."""
     tracker = call.tracker
     clock = tracker.clock
+    whoami = task_identity()
     with _StreamEnd(call, classify):
+        call.pulling = whoami()
         tracker.first_pull(clock())
         async for item in agen:
+            call.pulling = None
             try:
                 tracker.event(item, call.frame)
             except Exception as exc:
                 _guard.report("adapters.event", exc)
             yield item
+            call.pulling = whoami()
             tracker.t_pull = clock()
+
+
+def current_task() -> object:
+    """The task running here: asyncio's, else trio's (anyio on trio; trio is not a dependency), else a token that
+    stands for "this event loop's thread", so that a close from the pull's own code still matches its pull."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop running here
+        task = None
+    if task is not None:
+        return task
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            return trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+    return _NO_TASK
+
+
+_NO_TASK = object()
+
+
+def task_identity() -> Callable[[], object]:
+    """What names the task pulling an async stream, resolved once per stream: ``asyncio.current_task`` itself (a C
+    call per pull) when asyncio runs it, else ``current_task``."""
+    try:
+        if asyncio.current_task() is not None:
+            return asyncio.current_task
+    except RuntimeError:
+        pass
+    return current_task
 
 
 def tap_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:

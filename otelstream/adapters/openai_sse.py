@@ -41,7 +41,7 @@ from otelstream.adapters.calls import (
     observed_call,
     watch,
 )
-from otelstream.adapters.ending import bind_response, classify_common, error_type_of, register_iteration_code
+from otelstream.adapters.ending import bind_response, classify_common, error_type_of
 from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
@@ -329,10 +329,8 @@ PATCHES = (
     Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
     Patch("openai._client", "OpenAI._send_request", _send_sync, measures=SEND_MEASURES, scopes=_SYNC),
     Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
-    Patch("openai._streaming", "Stream.__stream__", _stream, register_iteration_code,
-          measures=LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, register_iteration_code,
-          measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
+    Patch("openai._streaming", "Stream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
+    Patch("openai._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
     # the helper's client-side filter (starting_after): without it the first delta could be a replayed one

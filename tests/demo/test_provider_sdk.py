@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pytest
 
@@ -19,9 +18,9 @@ from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.provider import FakeProvider
 from tests.demo.harness import TAG_HEADER, record_for, tag
 from tests.support.sdk_features import (
+    CONNECTION_ERRORS,
     OPENAI_HTTP,
     OPENAI_WEBSOCKET_LANES,
-    OPENAI_WRAPS_BODY_ERRORS,
     WITHOUT_WEBSOCKET_LANES,
 )
 from tests.support.surfaces import SSE_SURFACES
@@ -147,9 +146,7 @@ def check(provider: FakeProvider, surface: str, fault: str, seen: Seen) -> None:
         assert seen.exc is None, "a clean EOF raises nothing in either SDK: the observer must infer the cut"
         assert _is_delta(surface, seen.items[-1])
     elif fault == F.RESET:
-        wrapped = OPENAI_WRAPS_BODY_ERRORS and not anth
-        expected: Any = openai.APIConnectionError if wrapped else (httpx2 if anth else OPENAI_HTTP).RemoteProtocolError
-        assert isinstance(seen.exc, expected), repr(seen.exc)
+        assert isinstance(seen.exc, CONNECTION_ERRORS), repr(seen.exc)
         assert any(_is_delta(surface, i) for i in seen.items)
     elif fault == F.FAILED:
         assert seen.exc is None and seen.items[-1].type == "response.failed"

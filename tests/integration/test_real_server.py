@@ -21,7 +21,7 @@ from otelstream.demo.exchange import FAULT_HEADER, TOKENS_HEADER
 from otelstream.demo.provider import FakeProvider
 from tests.integration import wire
 from tests.support.recording import RecordingListener
-from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP, OPENAI_WRAPS_BODY_ERRORS, lacking
+from tests.support.sdk_features import ANTHROPIC_HTTP, CONNECTION_ERRORS, OPENAI_HTTP, lacking
 
 MSGS: Any = [{"role": "user", "content": "hi"}]
 TAG = "x-test-tag"
@@ -192,9 +192,7 @@ def _expected_exception(spec: Surface, fault: str) -> tuple[type[BaseException],
     if fault == F.NO_HEADERS:
         return (openai.APITimeoutError,) if oa else (anthropic.APITimeoutError,)
     if fault == F.RESET:
-        if oa and OPENAI_WRAPS_BODY_ERRORS:
-            return (openai.APIConnectionError,)
-        return ((OPENAI_HTTP if oa else ANTHROPIC_HTTP).RemoteProtocolError,)
+        return CONNECTION_ERRORS
     if fault == F.ERROR and spec.surface != names.RESPONSES:
         return (openai.APIError,) if oa else (anthropic.APIStatusError,)
     return None

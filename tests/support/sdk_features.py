@@ -8,6 +8,7 @@ import importlib.util
 import inspect
 from types import ModuleType
 
+import anthropic
 import anthropic._base_client
 import anthropic._streaming
 import httpx2
@@ -37,14 +38,21 @@ def release_warning(message: str) -> bool:
     return not OPENAI_WEBSOCKET_OBSERVED and "openai WebSocket-mode responses are not observed" in message
 
 
-# openai 3.14+: a transport error while the body is read reaches the caller as APIConnectionError / APITimeoutError
-# (the SDK wraps it in ``_iter_events``); older releases let the HTTP client's own exception through
-OPENAI_WRAPS_BODY_ERRORS = hasattr(openai._streaming, "APIConnectionError")
-
 # The HTTP client library openai builds its clients on: httpx2 (3.x) or httpx (2.x, which refuses an httpx2 client
 # in its oldest releases). anthropic 1.x and 2.x both use httpx2.
 OPENAI_HTTP: ModuleType = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx
 ANTHROPIC_HTTP: ModuleType = httpx2
+
+
+# What the caller gets when the body breaks mid-stream: the SDK's connection / timeout error where the release wraps the
+# HTTP client's (openai 3.14+, anthropic 2.17+), else the HTTP client's own. Tests assert the kind, not which layer
+# raised it: a release may move the wrapping, the caller's handling and otelstream's report stay the same.
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError, anthropic.APIConnectionError, httpx2.TransportError, OPENAI_HTTP.TransportError
+)  # fmt: skip
+TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (
+    openai.APITimeoutError, anthropic.APITimeoutError, httpx2.TimeoutException, OPENAI_HTTP.TimeoutException
+)  # fmt: skip
 
 
 def http_of(request: object) -> ModuleType:
