@@ -1,8 +1,9 @@
 """Live/offline parity (DESIGN §2, "the live path and check agree"): every capture of a supported surface in
 ``../shared/captures``, fed through the real SDK over ``httpx2.MockTransport`` with otelstream on, gives the same
-report as ``otelstream check --json`` on the same file — outcome, events, deltas, usage, finish reasons, error type,
-``[DONE]``, sequence, response id and model — except where the SDK itself stops early (``EARLY_STOP`` below, each
-with its reason; there the live report is compared with what the SDK could see).
+report as ``otelstream check --json`` on the same file — outcome, events, deltas, usage, finish reasons, error type
+and class, failure phase, the first output's event index, ``[DONE]``, sequence, response id and model — except where
+the SDK itself stops early (``EARLY_STOP`` below, each with its reason; there the live report is compared with what
+the SDK could see).
 
 Keepalives are compared apart: a comment line is invisible to both SDKs (``check`` counts it, the live path cannot),
 so live keepalives = offline keepalives − comment lines.
@@ -180,8 +181,9 @@ def test_live_matches_check(rec: RecordingListener, offline: dict[str, dict[str,
     r, items, exc = live(rec, path, is_async)
     got = {**r.to_json(), "file": want["file"]}
     reason, unseen, differ = EARLY_STOP.get(key, ("", 0, ()))
-    compare = ["surface", "outcome", "finish_reasons", "error_type", "error_class", "deltas", "done_sentinel", "usage",
-               "response_id", "response_model", "sequence"]  # fmt: skip
+    compare = ["surface", "outcome", "finish_reasons", "error_type", "error_class", "failure_phase", "deltas",
+               "first_output_event_index", "done_sentinel", "usage", "response_id", "response_model",
+               "sequence"]  # fmt: skip
     compare = [k for k in compare if k not in differ]
     mismatch = {k: (got.get(k), want.get(k)) for k in compare if _norm(k, got.get(k)) != _norm(k, want.get(k))}
     assert not mismatch, f"live vs check: {mismatch} (caller got {items} items, {exc!r})"
