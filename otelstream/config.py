@@ -19,6 +19,7 @@
 | ``span_events`` | ``OTELSTREAM_SPAN_EVENTS`` | ``true`` | first-delta, anomaly and stall span events (at most 16 per span) |
 | ``baggage_attributes`` | ``OTELSTREAM_BAGGAGE_ATTRIBUTES`` | (empty) | comma-separated OTel baggage keys copied onto each stream as application attributes |
 | ``metric_attributes`` | ``OTELSTREAM_METRIC_ATTRIBUTES`` | (empty) | comma-separated application attribute keys that become metric labels (``.`` → ``_``), each capped like the model label |
+| ``self_check`` | ``OTELSTREAM_SELF_CHECK`` | ``true`` | after ``instrument()``, run a small fault matrix once in the background through the SDKs the process imported (``otelstream doctor``'s; its streams reach no span or series); a mismatch logs one WARNING and sets ``otelstream_self_check_failures`` |
 | ``on_report`` | (argument only) | (none) | ``callback(report)`` once per finished stream, on its own thread, with the ``otelstream.StreamReport`` |
 """
 
@@ -60,6 +61,7 @@ class Settings:
     span_events: bool = True
     baggage_attributes: tuple[str, ...] = ()
     metric_attributes: tuple[str, ...] = ()
+    self_check: bool = True
     on_report: Callable[[Any], object] | None = None
 
 

@@ -68,6 +68,11 @@ def instrument(
             http_streams=cfg.http_streams,
         )
         _pipeline = pipeline
+        if cfg.self_check:  # DESIGN §5: the doctor's small matrix, once, in the background
+            from otelstream.doctor import selfcheck
+            from otelstream.export import self_check
+
+            selfcheck.start(self_check.publish)
 
 
 def uninstrument(timeout: float = 5.0) -> None:
@@ -75,6 +80,10 @@ def uninstrument(timeout: float = 5.0) -> None:
     keep reporting until they end, then the pipeline stops. Returns within ``timeout`` seconds overall, also when an
     exporter hangs; ``instrument()`` can run again meanwhile (the lock is held only to swap the patches)."""
     global _pipeline
+    deadline = time.monotonic() + max(0.0, timeout)
+    selfcheck = sys.modules.get("otelstream.doctor.selfcheck")
+    if selfcheck is not None:  # a run in progress ends between two cells; its thread is joined
+        selfcheck.stop(min(2.0, max(0.0, timeout)))
     with _lock:
         pipeline = _pipeline
         _pipeline = None
@@ -86,7 +95,6 @@ def uninstrument(timeout: float = 5.0) -> None:
             _retiring.add(pipeline)
         # earlier pipelines still draining: their finished streams are recorded too
         earlier = [p for p in _retiring if p is not pipeline]
-    deadline = time.monotonic() + max(0.0, timeout)
     for old in earlier:  # metrics first, everywhere: one pipeline's hung span export must not cost another's
         old.flush_metrics(deadline)
     if pipeline is not None:

@@ -296,6 +296,8 @@ OTEL_STREAMS_STALLED: Final = "otelstream.streams.stalled"
 OTEL_REPORTS_DROPPED: Final = "otelstream.reports.dropped"
 OTEL_RATELIMIT_REMAINING: Final = "otelstream.ratelimit.remaining"
 OTEL_RATELIMIT_LIMIT: Final = "otelstream.ratelimit.limit"
+# cells of the runtime self-check (DESIGN §5) that differed in this process; absent until the check ran
+OTEL_SELF_CHECK_FAILURES: Final = "otelstream.self_check.failures"
 
 # Prometheus family names as prometheus_client takes them (it appends _total/_bucket/_sum/_count).
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -313,6 +315,7 @@ PROM_STREAMS_STALLED: Final = "otelstream_streams_stalled"
 PROM_REPORTS_DROPPED: Final = "otelstream_reports_dropped"  # ..._total
 PROM_RATELIMIT_REMAINING: Final = "otelstream_ratelimit_remaining"
 PROM_RATELIMIT_LIMIT: Final = "otelstream_ratelimit_limit"
+PROM_SELF_CHECK_FAILURES: Final = "otelstream_self_check_failures"
 
 # labels
 LABEL_PROVIDER: Final = "gen_ai_provider_name"

@@ -16,6 +16,9 @@ from prometheus_client import CollectorRegistry
 
 # Set before any otelstream hook runs: guarded code re-raises internal errors under tests (otelstream/_guard.py).
 os.environ["OTELSTREAM_RAISE_INTERNAL_ERRORS"] = "1"
+# The runtime self-check (a background matrix after each instrument()) is off unless a test turns it on: tests
+# instrument hundreds of times, and its own tests (tests/doctor/test_self_check.py) switch it on by argument.
+os.environ.setdefault("OTELSTREAM_SELF_CHECK", "false")
 
 from otelstream import _guard, adapters, config
 from otelstream.export import Pipeline, build_pipeline

@@ -27,7 +27,12 @@ def run(args: argparse.Namespace) -> int:
     from otelstream.doctor import render, runner
 
     # the patcher's own WARNING for a missing patch point would repeat what the output says, on stderr
-    logging.getLogger("otelstream").setLevel(logging.ERROR)
-    result = runner.run(args.surface)
+    log = logging.getLogger("otelstream")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        result = runner.run(args.surface)
+    finally:
+        log.setLevel(level)
     print(render.json_text(result) if args.json else render.text(result))
     return 0 if result.ok else 1

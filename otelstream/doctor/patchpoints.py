@@ -15,6 +15,7 @@ from typing import Final
 from otelstream import names
 
 _WS_BASE: Final = "openai._websocket_connection"  # WebSocket mode is observed from the release that has it
+_HTTP_LIBRARIES: Final = ("httpx", "httpx2")  # patched for every SDK's streams (the send, the body)
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,17 @@ def import_patch_modules(sdks: tuple[str, ...]) -> None:
                 importlib.import_module(module)
 
 
-def missing() -> tuple[list[MissingPoint], list[str]]:
-    """(mismatches, notes): the missing patch points, and what this release lacks by design."""
+def missing(sdks: tuple[str, ...]) -> tuple[list[MissingPoint], list[str]]:
+    """(mismatches, notes): the missing patch points of ``sdks`` and of the HTTP libraries, and what this release
+    lacks by design."""
     from otelstream.adapters import _patch
 
     points: list[MissingPoint] = []
     notes: set[str] = set()
     ws_absent = _patch.module_absent(_WS_BASE) if importlib.util.find_spec("openai") is not None else True
     for (module, path), patch in sorted(_patch.PATCHER.missing().items()):
+        if module.partition(".")[0] not in (*sdks, *_HTTP_LIBRARIES):
+            continue
         if set(patch.scopes) == {_patch.OPENAI_WEBSOCKET} and ws_absent:
             notes.add(f"{names.RESPONSES_WEBSOCKET}: this openai release has no {_WS_BASE}, so its WebSocket mode is "
                       "not observed (openai 3.32+ is)")  # fmt: skip

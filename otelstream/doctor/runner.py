@@ -47,8 +47,8 @@ class Cell:
 @dataclass(frozen=True)
 class Row:
     cell: Cell
-    expected: dict[str, Any]
-    observed: dict[str, Any] | None  # None: no report (or more than one: see ``problem``)
+    expected: dict[str, Any]  # the measures compared, each with the value it must have
+    observed: dict[str, Any] | None  # every measure; None: no report (or more than one: see ``problem``)
     mismatches: tuple[str, ...]  # the measures that differ
     problem: str | None = None  # no report, several, a hang, or the cell could not run
 
@@ -107,12 +107,14 @@ def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
         "usage": list(counts.usage),
         "sequence_gaps": counts.sequence_gaps,
         "done_sentinel": counts.done_sentinel,
-        "anomalies": None if fault.anomalies is None else sorted(fault.anomalies),
+        "anomalies": sorted(fault.anomalies or ()),
         "unobserved": [],
     }
+    if fault.anomalies is None:
+        del expected["anomalies"]
     for measure in fault.uncompared:
-        expected[measure] = None
-    return expected
+        del expected[measure]
+    return expected  # what is not in it is not compared
 
 
 def observed_of(cell: Cell, report: StreamReport) -> dict[str, Any]:
@@ -138,22 +140,25 @@ def compare(cell: Cell, expected: dict[str, Any], reports: list[StreamReport], p
     if len(reports) != 1:
         return Row(cell, expected, None, (), problem)
     observed = observed_of(cell, reports[0])
-    differ = tuple(k for k, v in expected.items() if v is not None and observed.get(k) != v)
+    differ = tuple(k for k, v in expected.items() if observed.get(k) != v)
     return Row(cell, expected, observed, differ, problem)
 
 
 class _Run:
     """One run's plans, listener and results; the ``stop`` event (set on another thread) ends it between cells."""
 
-    def __init__(self, chosen: list[Cell], stop: threading.Event | None) -> None:
+    def __init__(self, chosen: list[Cell], stop: threading.Event | None, deadline: float | None) -> None:
         self.cells = chosen
         self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen}
         self.problems: dict[str, str] = {}
         self.listener = DoctorListener()
         self._stop = stop
+        self._deadline = deadline
 
     @property
     def stopped(self) -> bool:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            return True
         return self._stop is not None and self._stop.is_set()
 
     def sync_cells(self, sdk: str, mode_cells: list[Cell], routing: Routing) -> None:
@@ -198,12 +203,18 @@ class _Run:
             await client.close()
 
 
-def run(surfaces: Sequence[str] | None = None, *, small: bool = False, stop: threading.Event | None = None) -> Result:
-    """Run the matrix (``small``: the runtime self-check's) on the installed SDKs. ``stop``, if given, is a
-    ``threading.Event`` that ends the run between cells (the result is then ``interrupted``)."""
+def run(
+    surfaces: Sequence[str] | None = None,
+    *,
+    small: bool = False,
+    stop: threading.Event | None = None,
+    deadline: float | None = None,
+) -> Result:
+    """Run the matrix (``small``: the runtime self-check's) on the installed SDKs. ``stop`` (set on another thread)
+    or the ``deadline`` (``time.monotonic()``) ends the run between cells: the result is then ``interrupted``."""
     start = time.monotonic()
     chosen = cells(surfaces, small=small)
-    state = _Run(chosen, stop)
+    state = _Run(chosen, stop, deadline)
     result = Result(versions=versions(), notes=list(NOT_COVERED))
     sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen))
     with routed(state.listener) as routing:
@@ -222,7 +233,7 @@ def run(surfaces: Sequence[str] | None = None, *, small: bool = False, stop: thr
                     else:
                         _run_loop(state.async_cells(sdk, mode_cells, routing))
         result.interrupted = state.stopped or not routing.intact
-    missing, notes = patchpoints.missing()
+        missing, notes = patchpoints.missing(sdks)  # before the patches are removed: that forgets what was missing
     result.missing = missing
     result.notes.extend(notes)
     result.rows = [

@@ -28,6 +28,7 @@ from otelstream.config import Settings
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
 from otelstream.export import prometheus as prom
+from otelstream.export import self_check
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle
@@ -109,6 +110,8 @@ class Pipeline:
         if len(tables) > 1:  # a registry and a meter provider first used apart: both caps must hold
             self.labels = JointTables(tables)
         self.reports = ReportCallback(settings.on_report, settings.queue_size) if settings.on_report else None
+        # the runtime self-check's gauge is shown wherever this pipeline records
+        self_check.attach(self.registry if self.prometheus is not None else None, meter_provider, self.otel is not None)
 
         # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
         # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)

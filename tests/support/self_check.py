@@ -1,0 +1,48 @@
+"""The runtime self-check for the tests that switch it on: a fresh per-process state around each, a wait for its
+run, and its WARNINGs."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from otelstream.doctor import selfcheck
+from otelstream.export import self_check as gauge
+
+
+@contextlib.contextmanager
+def fresh_self_check() -> Iterator[None]:
+    """As in a new process: no SDK checked yet, no result published (the check runs once per process)."""
+    selfcheck.stop()
+    selfcheck.STATE = selfcheck._State()
+    gauge.reset()
+    try:
+        yield
+    finally:
+        selfcheck.stop()
+        selfcheck.STATE = selfcheck._State()
+        gauge.reset()
+
+
+def wait_for_self_check(timeout: float = 30.0) -> None:
+    """Until the run the last ``instrument()`` started has finished (its thread ended)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with selfcheck.STATE.lock:
+            thread = selfcheck.STATE.thread
+        if thread is None:
+            return
+        thread.join(max(0.0, deadline - time.monotonic()))
+    pytest.fail(f"the self-check did not finish within {timeout:g} s")
+
+
+def self_check_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "otelstream-self-check"]
+
+
+def self_check_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "self-check" in r.getMessage()]
