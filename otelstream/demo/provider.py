@@ -45,6 +45,11 @@ from otelstream.demo.pacing import Pacing
 from otelstream.demo.ws_server import FakeWebSocketServer
 
 _SPEC_MEMORY: Final = 4096  # responses remembered for background resume
+# the demo account's rate limits (per minute, a large account's): busy test loads use a visible share of them, not
+# all (the healthy load must not trip OtelstreamRateLimitHeadroomLow)
+_REQUESTS_PER_MINUTE: Final = 10_000
+_TOKENS_PER_MINUTE: Final = 30_000_000
+_TOKENS_PER_REQUEST: Final = 1_000
 
 
 class FakeProvider:
@@ -74,6 +79,7 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._next_index = 0
         self._log: deque[RequestRecord] = deque(maxlen=log_limit)
+        self._last_minute: deque[float] = deque()  # request start times, for the rate-limit headers
         self._mix_rng = random.Random(seed)
         self._specs: OrderedDict[str, StreamSpec] = OrderedDict()
         self._http = FakeHTTPServer((host, port), self)
@@ -174,7 +180,33 @@ class FakeProvider:
             )
             self._next_index += 1
             self._log.append(rec)
+            self._last_minute.append(rec.t_start)
         return rec
+
+    def ratelimit_headers(self, rec: RequestRecord, surface: str | None, refused: bool) -> dict[str, str]:
+        """The rate-limit headroom real providers send with every answer, in OpenAI's style (``x-ratelimit-*``) or
+        Anthropic's (``anthropic-ratelimit-*``): the requests of the last minute count against a per-minute limit,
+        each as ``_TOKENS_PER_REQUEST`` tokens; a refused request (429) says no request is left."""
+        with self._lock:
+            while self._last_minute and self._last_minute[0] < rec.t_start - 60.0:
+                self._last_minute.popleft()
+            used = len(self._last_minute)
+        requests_left = 0 if refused else max(0, _REQUESTS_PER_MINUTE - used)
+        tokens_left = max(0, _TOKENS_PER_MINUTE - used * _TOKENS_PER_REQUEST)
+        if surface == names.MESSAGES:
+            prefix = "anthropic-ratelimit-"
+            return {
+                f"{prefix}requests-limit": str(_REQUESTS_PER_MINUTE), f"{prefix}requests-remaining": str(requests_left),
+                f"{prefix}tokens-limit": str(_TOKENS_PER_MINUTE), f"{prefix}tokens-remaining": str(tokens_left),
+                f"{prefix}output-tokens-limit": str(_TOKENS_PER_MINUTE // 5),
+                f"{prefix}output-tokens-remaining": str(max(0, _TOKENS_PER_MINUTE // 5 - used * 50)),
+            }  # fmt: skip
+        return {
+            "x-ratelimit-limit-requests": str(_REQUESTS_PER_MINUTE),
+            "x-ratelimit-remaining-requests": str(requests_left),
+            "x-ratelimit-limit-tokens": str(_TOKENS_PER_MINUTE),
+            "x-ratelimit-remaining-tokens": str(tokens_left),
+        }
 
     def choose_fault(self, asked: str | None, surface: str) -> tuple[str, str | None]:
         """(fault, problem): the fault asked for, else one drawn from the mix, else ok."""

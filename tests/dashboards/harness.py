@@ -34,7 +34,8 @@ HISTOGRAMS = (
     names.PROM_MAX_WAIT,
 )
 COUNTERS = (names.PROM_STREAMS, names.PROM_SEQUENCE_ANOMALIES, names.PROM_ANOMALIES, names.PROM_REPORTS_DROPPED)
-GAUGES = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED)
+GAUGES = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED, names.PROM_RATELIMIT_REMAINING,
+          names.PROM_RATELIMIT_LIMIT)
 SERIES = frozenset(
     [f"{h}{suffix}" for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")]
     + [f"{c}_total" for c in COUNTERS]

@@ -265,7 +265,9 @@ def test_worst_first_tables(path: Path) -> None:
 def test_panel_query_aggregates_across_processes(query: Any) -> None:
     """Every query sums (so several processes and hosts combine) and rates counters over $__rate_interval."""
     expr = query.expr
-    assert "sum" in expr, f"{query.id}: aggregate with sum by (...)"
+    # the rate-limit gauges hold each process's last value: the lowest over processes, not their sum
+    lowest = names.PROM_RATELIMIT_REMAINING in expr and expr.startswith("min by (")
+    assert "sum" in expr or lowest, f"{query.id}: aggregate with sum by (...)"
     grouped = grouping_labels(expr)
     if "by (instance)" not in expr and not _is_alert_query(expr):
         assert "instance" not in grouped, query.id
@@ -294,6 +296,8 @@ def test_dashboard_covers_every_design_series() -> None:
         names.PROM_STREAMS_ACTIVE,
         names.PROM_STREAMS_STALLED,
         names.PROM_REPORTS_DROPPED + "_total",
+        names.PROM_RATELIMIT_REMAINING,
+        names.PROM_RATELIMIT_LIMIT,
     }
     assert expected <= families, sorted(expected - families)
 

@@ -36,6 +36,9 @@ EXPECTED_ALERTS = {
     "OtelstreamStreamsStalled",
     "OtelstreamSequenceAnomalies",
     "OtelstreamReportsDropped",
+    "OtelstreamErrorBudgetBurn",
+    "OtelstreamErrorBudgetBurnSlow",
+    "OtelstreamRateLimitHeadroomLow",
 }
 RULE_TESTS = sorted((DASHBOARDS / "prometheus").glob("*.test.yml"))
 
