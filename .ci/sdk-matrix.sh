@@ -13,13 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # row name, openai, anthropic, what runs (WHOLE: all of tests that import an SDK; FULL: adapters and integration;
-# QUICK: adapters)
+# QUICK: adapters), and the HTTP libraries' releases when not the newest ("-": whatever pip resolves). "newest": the
+# SDK release the test extra resolves today, for the rows that hold the HTTP libraries back instead.
 ROWS=(
-  "openai3-oldest  3.0.0   2.0.0   FULL"   # openai 3.0-3.31: WebSocket mode unobserved (no openai._websocket_connection)
-  "openai3-middle  3.32.0  2.7.0   QUICK"  # the first openai with WebSocket mode observed
-  "openai2-oldest  2.31.0  1.0.0   WHOLE"  # openai 2.x on httpx (2.0-2.30 have no per-attempt send: unsupported)
-  "openai2-middle  2.42.0  1.9.0   QUICK"  # anthropic 1.x: its request() is the request entry (no _request)
-  "openai2-newest  2.54.0  1.17.0  FULL"
+  "openai3-oldest  3.0.0   2.0.0   FULL   -"   # openai 3.0-3.31: WebSocket mode unobserved (no openai._websocket_connection)
+  "openai3-middle  3.32.0  2.7.0   QUICK  -"   # the first openai with WebSocket mode observed
+  "openai2-oldest  2.31.0  1.0.0   WHOLE  httpx<0.29"  # openai 2.x on httpx (2.0-2.30 have no per-attempt send: unsupported)
+  "openai2-middle  2.42.0  1.9.0   QUICK  -"   # anthropic 1.x: its request() is the request entry (no _request)
+  "openai2-newest  2.54.0  1.17.0  FULL   -"
+  # the previous release line of the HTTP libraries under the newest SDKs: a minor release of either reshaped what
+  # otelstream observes before (httpx2 2.17.0's aiter_bytes), so both lines stay tested
+  "http-previous   newest  newest  FULL   httpx2<2.17,httpx<0.29"
 )
 PYTHON="${PYTHON:-python3}"
 if [ -n "${SDK_VENVS:-}" ]; then
@@ -33,14 +37,18 @@ fi
 overall_start=$SECONDS
 summary=()
 for row in "${ROWS[@]}"; do
-  read -r name oa an what <<<"$row"
+  read -r name oa an what http <<<"$row"
+  # the SDK requirements: exact releases, or the test extra's ranges ("newest")
+  if [ "$oa" = newest ]; then sdks=("openai>=3.57,<4" "anthropic>=2.15,<3"); else sdks=("openai==${oa}" "anthropic==${an}"); fi
+  pins=()
+  if [ "$http" != - ]; then IFS=, read -r -a pins <<<"$http"; fi
   start=$SECONDS
   venv="$ROOT/$name"
-  if [ "$(cat "$venv/sdk-matrix-row" 2>/dev/null)" != "$oa $an $what" ] || ! "$venv/bin/python" - "$oa" "$an" \
+  if [ "$(cat "$venv/sdk-matrix-row" 2>/dev/null)" != "$oa $an $what $http" ] || ! "$venv/bin/python" - "$oa" "$an" \
       2>/dev/null <<'PY'
 import sys
 import anthropic, httpx, openai, otelstream  # noqa: F401
-sys.exit(0 if (openai.__version__, anthropic.__version__) == (sys.argv[1], sys.argv[2]) else 1)
+sys.exit(0 if sys.argv[1] == "newest" or (openai.__version__, anthropic.__version__) == (sys.argv[1], sys.argv[2]) else 1)
 PY
   then
     rm -rf "$venv"
@@ -59,23 +67,26 @@ PY
       needs=("websockets>=13,<16" "httpx>=0.23" "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3"
              "hypothesis>=6.100")
     fi
-    "$venv/bin/pip" install -q -e . "openai==${oa}" "anthropic==${an}" "${needs[@]}"
-    echo "$oa $an $what" >"$venv/sdk-matrix-row"
+    "$venv/bin/pip" install -q -e . "${sdks[@]}" "${needs[@]}" "${pins[@]}"
+    echo "$oa $an $what $http" >"$venv/sdk-matrix-row"
   fi
   "$venv/bin/python" - "$oa" "$an" <<'PY'
 import sys
+import importlib.metadata as md
 import anthropic, openai
-assert (openai.__version__, anthropic.__version__) == (sys.argv[1], sys.argv[2]), (openai.__version__, anthropic.__version__)
-print(f"sdk-matrix: openai {openai.__version__}, anthropic {anthropic.__version__}")
+if sys.argv[1] != "newest":
+    assert (openai.__version__, anthropic.__version__) == (sys.argv[1], sys.argv[2]), (openai.__version__, anthropic.__version__)
+http = ", ".join(f"{d} {md.version(d)}" for d in ("httpx2", "httpx") if list(md.distributions(name=d)))
+print(f"sdk-matrix: openai {openai.__version__}, anthropic {anthropic.__version__}, {http}")
 PY
   case "$what" in
     WHOLE) tests=(tests --ignore=tests/core --ignore=tests/offline --ignore=tests/export --ignore=tests/dashboards
                   --ignore=tests/reliability/test_hostile_core.py --ignore=tests/reliability/test_hostile_offline.py) ;;
-    FULL) tests=(tests/adapters tests/integration) ;;
-    *) tests=(tests/adapters) ;;
+    FULL) tests=(tests/adapters tests/integration tests/reliability/test_http_reshapes.py) ;;
+    *) tests=(tests/adapters tests/reliability/test_http_reshapes.py) ;;
   esac
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
-  summary+=("$name (openai $oa, anthropic $an, $what): $((SECONDS - start)) s")
+  summary+=("$name (openai $oa, anthropic $an, $what, HTTP $http): $((SECONDS - start)) s")
 done
 printf 'sdk-matrix: %s\n' "${summary[@]}"
 echo "sdk-matrix: total $((SECONDS - overall_start)) s"
