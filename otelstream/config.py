@@ -20,6 +20,7 @@
 | ``baggage_attributes`` | ``OTELSTREAM_BAGGAGE_ATTRIBUTES`` | (empty) | comma-separated OTel baggage keys copied onto each stream as application attributes |
 | ``metric_attributes`` | ``OTELSTREAM_METRIC_ATTRIBUTES`` | (empty) | comma-separated application attribute keys that become metric labels (``.`` → ``_``), each capped like the model label |
 | ``self_check`` | ``OTELSTREAM_SELF_CHECK`` | ``true`` | after ``instrument()``, run a small fault matrix once in the background through the SDKs the process imported (``otelstream doctor``'s; its streams reach no span or series); a mismatch logs one WARNING and sets ``otelstream_self_check_failures`` |
+| ``slo_objective`` | ``OTELSTREAM_SLO_OBJECTIVE`` | ``0.99`` | the share of streams that must end well over 30 days: ``otelstream dashboards`` writes it into the error-budget rules (between 0 and 1) |
 | ``on_report`` | (argument only) | (none) | ``callback(report)`` once per finished stream, on its own thread, with the ``otelstream.StreamReport`` |
 """
 
@@ -61,6 +62,7 @@ class Settings:
     span_events: bool = True
     baggage_attributes: tuple[str, ...] = ()
     metric_attributes: tuple[str, ...] = ()
+    slo_objective: float = 0.99
     self_check: bool = True
     on_report: Callable[[Any], object] | None = None
 
@@ -70,7 +72,10 @@ _ARGUMENT_ONLY = frozenset({"on_report"})
 
 def _valid_seconds(name: str, value: float) -> bool:
     """Durations are finite and not negative (every one becomes integer nanoseconds or a timer); the watchdog's
-    interval is also above zero (zero would be a busy loop)."""
+    interval is also above zero (zero would be a busy loop). The SLO objective is a share strictly between 0 and 1
+    (1 would leave no error budget to burn)."""
+    if name == "slo_objective":
+        return 0 < value < 1
     return math.isfinite(value) and (value > 0 if name == "watchdog_interval_s" else value >= 0)
 
 
@@ -125,7 +130,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
             if isinstance(default, tuple) and isinstance(value, str):
                 value = _parse(name, default, value)
             elif isinstance(default, float) and (not isinstance(value, (int, float)) or not _valid_seconds(name, value)):
-                raise ValueError(f"otelstream setting {name}={value!r}: a finite number of seconds is needed")
+                need = "a share between 0 and 1" if name == "slo_objective" else "a finite number of seconds"
+                raise ValueError(f"otelstream setting {name}={value!r}: {need} is needed")
             values[name] = tuple(value) if isinstance(default, tuple) else value
             continue
         if name in _ARGUMENT_ONLY:

@@ -6,14 +6,23 @@ In a wheel the files live in the package as ``otelstream/_dashboards/`` (hatch f
 
 When the application names metric attributes (the ``metric_attributes`` setting, or ``--metric-attributes``), the
 Grafana dashboards are written with one variable per attribute label, and every otelstream selector filters by it.
+The rules are written with the ``slo_objective`` and ``stall_threshold_s`` settings (the error budget, and the
+stalled alert's ``for:``, which is the stall threshold); their unit tests hold for the defaults, so with other values
+the ``*.test.yml`` files are not written.
+
+``--k8s DIR`` also writes the same rules as a prometheus-operator ``PrometheusRule``, a ``ServiceMonitor`` for the
+pods' ``metrics`` port, and the dashboards as a ``ConfigMap`` the Grafana sidecar imports (docs/kubernetes.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -39,6 +48,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"folder to write into, created if missing (default: ./{DEFAULT_DIR})",
     )
     parser.add_argument("--force", action="store_true", help="overwrite files that exist and differ")
+    parser.add_argument(
+        "--k8s",
+        metavar="K8S_DIR",
+        default=None,
+        help="also write Kubernetes manifests there: a PrometheusRule, a ServiceMonitor and a Grafana dashboard "
+        "ConfigMap (sidecar label grafana_dashboard=1)",
+    )
+    parser.add_argument(
+        "--slo-objective",
+        type=float,
+        default=None,
+        help="share of streams that must end well over 30 days, for the error-budget alerts (default: the "
+        "slo_objective setting, 0.99)",
+    )
+    parser.add_argument(
+        "--stall-threshold-s",
+        type=float,
+        default=None,
+        help="the stall threshold the services use (the stalled alert waits as long again; default: the "
+        "stall_threshold_s setting, 30)",
+    )
     parser.add_argument(
         "--metric-attributes",
         metavar="KEYS",
@@ -127,6 +157,40 @@ def with_attribute_variables(content: bytes, labels: list[str]) -> bytes:
     return (json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+_OBJECTIVE_LINE = re.compile(r"\* [0-9.]+(  # setting: slo_objective)")
+_STALL_FOR_LINE = re.compile(r"for: [0-9a-z.]+(  # setting: stall_threshold_s)")
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """The settings the shipped rules are written with (the defaults: exactly the shipped file)."""
+
+    slo_objective: float = 0.99
+    stall_threshold_s: float = 30.0
+
+    @property
+    def default(self) -> bool:
+        return self == RuleSettings()
+
+
+def rule_settings(slo_objective: float | None = None, stall_threshold_s: float | None = None) -> RuleSettings:
+    """The arguments, else the settings (``OTELSTREAM_SLO_OBJECTIVE``, ``OTELSTREAM_STALL_THRESHOLD_S``), validated
+    as ``instrument()`` validates them."""
+    from otelstream import config
+
+    cfg = config.load({"slo_objective": slo_objective, "stall_threshold_s": stall_threshold_s})
+    return RuleSettings(cfg.slo_objective, cfg.stall_threshold_s)
+
+
+def with_rule_settings(content: bytes, settings: RuleSettings) -> bytes:
+    """The rules file with the objective and the stalled alert's wait (the stall threshold, whole seconds) set."""
+    text = content.decode("utf-8")
+    text = _OBJECTIVE_LINE.sub(lambda m: f"* {settings.slo_objective:g}{m.group(1)}", text)
+    wait = max(1, math.ceil(settings.stall_threshold_s))
+    text = _STALL_FOR_LINE.sub(lambda m: f"for: {wait}s{m.group(1)}", text)
+    return text.encode("utf-8")
+
+
 def source_root() -> Traversable:
     """The folder holding ``grafana/`` and ``prometheus/``: packaged data first, then the source checkout."""
     packaged = resources.files("otelstream") / "_dashboards"
@@ -154,14 +218,36 @@ def _walk(node: Traversable, prefix: str) -> Iterator[tuple[str, bytes]]:
             yield rel, child.read_bytes()
 
 
-def write(dest: Path, *, force: bool = False, labels: list[str] | None = None) -> tuple[list[Path], list[Path]]:
-    """Write the shipped files under ``dest`` (the dashboards with a variable per attribute label).
+def rendered_files(labels: list[str] | None = None, settings: RuleSettings | None = None) -> list[tuple[str, bytes]]:
+    """The shipped files as written: dashboards with a variable per attribute label, rules with the settings (their
+    unit tests only for the default settings, which they test)."""
+    settings = settings or RuleSettings()
+    out = []
+    for rel, shipped in shipped_files():
+        content = shipped
+        if labels and rel.endswith(".json"):
+            content = with_attribute_variables(shipped, labels)
+        elif rel.endswith(".test.yml"):
+            if not settings.default:
+                continue
+        elif rel.endswith((".yml", ".yaml")):
+            content = with_rule_settings(shipped, settings)
+        out.append((rel, content))
+    return out
 
-    Returns (written, conflicts); conflicts are left untouched."""
+
+def write(
+    dest: Path, *, force: bool = False, labels: list[str] | None = None, settings: RuleSettings | None = None
+) -> tuple[list[Path], list[Path]]:
+    """Write the shipped files under ``dest`` (the dashboards with a variable per attribute label, the rules with the
+    settings). Returns (written, conflicts); conflicts are left untouched."""
+    return _write_all(dest, rendered_files(labels, settings), force)
+
+
+def _write_all(dest: Path, files: list[tuple[str, bytes]], force: bool) -> tuple[list[Path], list[Path]]:
     written: list[Path] = []
     conflicts: list[Path] = []
-    for rel, shipped in shipped_files():
-        content = with_attribute_variables(shipped, labels) if labels and rel.endswith(".json") else shipped
+    for rel, content in files:
         target = dest.joinpath(*rel.split("/"))
         if target.exists() and not force:
             if target.is_file() and target.read_bytes() == content:
@@ -175,12 +261,71 @@ def write(dest: Path, *, force: bool = False, labels: list[str] | None = None) -
     return written, conflicts
 
 
+# --- Kubernetes (prometheus-operator and the Grafana sidecar) ---------------------------------------------------
+K8S_NAME = "otelstream"
+K8S_SCRAPE_LABEL = "otelstream.io/scrape"  # the label a Service carries for the ServiceMonitor to select it
+GRAFANA_SIDECAR_LABEL = "grafana_dashboard"  # the Grafana Helm chart's sidecar default: ConfigMaps with it are loaded
+K8S_FILES = ("prometheusrule.yaml", "servicemonitor.yaml", "grafana-dashboards.yaml")
+_K8S_LABELS = f"""    app.kubernetes.io/name: {K8S_NAME}
+    app.kubernetes.io/part-of: {K8S_NAME}
+"""
+
+
+def k8s_manifests(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """(file name, YAML) of the three manifests, from the rendered files. The rule groups are the rules file's own
+    text, indented under ``spec:`` (the same groups, comments and all); each dashboard JSON is a block scalar."""
+    rules = next(c for rel, c in files if rel.endswith(".rules.yml")).decode("utf-8")
+    groups = rules[rules.index("\ngroups:") + 1 :]
+    rule = (
+        "# otelstream's recording and alerting rules (the same groups as prometheus/otelstream.rules.yml).\n"
+        "# prometheus-operator loads it when its ruleSelector matches these labels (kube-prometheus-stack: add\n"
+        "# `release: <its release name>`).\n"
+        f"apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: {K8S_NAME}\n"
+        f"  labels:\n{_K8S_LABELS}spec:\n" + _indent(groups, 2)
+    )
+    monitor = (
+        "# Scrapes /metrics on the port named `metrics` of every Service labelled otelstream.io/scrape=\"true\"\n"
+        "# in the namespace it is applied to (the pods set OTELSTREAM_PROMETHEUS_PORT and\n"
+        "# OTELSTREAM_PROMETHEUS_ADDR=0.0.0.0).\n"
+        f"apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: {K8S_NAME}\n"
+        f"  labels:\n{_K8S_LABELS}spec:\n  selector:\n    matchLabels:\n      {K8S_SCRAPE_LABEL}: \"true\"\n"
+        "  endpoints:\n    - port: metrics\n      path: /metrics\n      interval: 30s\n"
+    )
+    data = "".join(
+        f"  {rel.rsplit('/', 1)[-1]}: |\n" + _indent(content.decode("utf-8"), 4)
+        for rel, content in files
+        if rel.endswith(".json")
+    )
+    dashboards = (
+        "# The Grafana dashboards, for the Grafana sidecar (grafana Helm chart: sidecar.dashboards.enabled=true,\n"
+        f"# default label {GRAFANA_SIDECAR_LABEL}).\n"
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {K8S_NAME}-dashboards\n  labels:\n{_K8S_LABELS}"
+        f"    {GRAFANA_SIDECAR_LABEL}: \"1\"\ndata:\n" + data
+    )
+    return [(name, text.encode("utf-8")) for name, text in zip(K8S_FILES, (rule, monitor, dashboards), strict=True)]
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "".join(pad + line if line.strip() else "\n" for line in text.splitlines(keepends=True))
+
+
 def run(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
     try:
         keys = getattr(args, "metric_attributes", None)
         labels = _configured_labels() if keys is None else attribute_labels(keys)
-        written, conflicts = write(dest, force=bool(args.force), labels=labels)
+        settings = rule_settings(getattr(args, "slo_objective", None), getattr(args, "stall_threshold_s", None))
+        files = rendered_files(labels, settings)
+        written, conflicts = _write_all(dest, files, bool(args.force))
+        k8s = getattr(args, "k8s", None)
+        if k8s is not None:
+            k8s_written, k8s_conflicts = _write_all(Path(k8s), k8s_manifests(files), bool(args.force))
+            written += k8s_written
+            conflicts += k8s_conflicts
+        if not settings.default:
+            print("otelstream dashboards: the rule tests (*.test.yml) hold for the default settings only; not written",
+                  file=sys.stderr)  # fmt: skip
     except (FileNotFoundError, OSError, ValueError) as exc:
         print(f"otelstream dashboards: {exc}", file=sys.stderr)
         return 2

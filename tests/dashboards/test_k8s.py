@@ -1,0 +1,84 @@
+"""``otelstream dashboards --k8s DIR``: a PrometheusRule with the same rule groups as the rules file (promtool
+accepts them once extracted), a ServiceMonitor, and the dashboards as a ConfigMap with the Grafana sidecar's label;
+and the settings the rules are written with (the SLO objective, the stalled alert's wait)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelstream import dashboards
+from otelstream.cli import main
+from tests.dashboards.harness import DASHBOARDS, RULES_FILE, tool
+
+yaml = pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extra)")
+
+
+def _write(tmp_path: Path, *extra: str) -> tuple[Path, dict[str, Any]]:
+    out, k8s = tmp_path / "out", tmp_path / "k8s"
+    assert main(["dashboards", str(out), "--k8s", str(k8s), *extra]) == 0
+    docs = {}
+    for name in dashboards.K8S_FILES:
+        (doc,) = list(yaml.safe_load_all((k8s / name).read_text(encoding="utf-8")))
+        docs[doc["kind"]] = doc
+    return out, docs
+
+
+def test_k8s_manifests_are_yaml_of_the_right_kinds(tmp_path: Path) -> None:
+    _, docs = _write(tmp_path)
+    assert set(docs) == {"PrometheusRule", "ServiceMonitor", "ConfigMap"}
+    rule, monitor, config_map = docs["PrometheusRule"], docs["ServiceMonitor"], docs["ConfigMap"]
+    assert rule["apiVersion"] == monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert config_map["apiVersion"] == "v1"
+    # the same groups, rule for rule, as the file Prometheus loads
+    assert rule["spec"]["groups"] == yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))["groups"]
+    assert monitor["spec"]["selector"]["matchLabels"] == {dashboards.K8S_SCRAPE_LABEL: "true"}
+    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s"}]
+    assert config_map["metadata"]["labels"][dashboards.GRAFANA_SIDECAR_LABEL] == "1"
+    shipped = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (DASHBOARDS / "grafana").glob("*.json")}
+    assert {k: json.loads(v) for k, v in config_map["data"].items()} == shipped
+
+
+@pytest.mark.prometheus
+def test_promtool_accepts_the_groups_of_the_prometheusrule(tmp_path: Path) -> None:
+    promtool = tool("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed (Debian: apt-get install prometheus)")
+    _, docs = _write(tmp_path)
+    extracted = tmp_path / "extracted.rules.yml"
+    extracted.write_text(yaml.safe_dump({"groups": docs["PrometheusRule"]["spec"]["groups"]}), encoding="utf-8")
+    done = subprocess.run([promtool, "check", "rules", str(extracted)], capture_output=True, text=True)
+    assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
+
+
+def _rule(groups: list[dict[str, Any]], key: str, name: str) -> dict[str, Any]:
+    return next(r for g in groups for r in g["rules"] if r.get(key) == name)
+
+
+def test_the_rules_take_the_slo_objective_and_the_stall_threshold(tmp_path: Path) -> None:
+    """One setting moves the objective; the stalled alert waits as long as the stall threshold (whole seconds)."""
+    out, docs = _write(tmp_path, "--slo-objective", "0.995", "--stall-threshold-s", "12.5")
+    for groups in (yaml.safe_load((out / "prometheus" / "otelstream.rules.yml").read_text())["groups"],
+                   docs["PrometheusRule"]["spec"]["groups"]):  # fmt: skip
+        objective = _rule(groups, "record", "otelstream:slo_objective:ratio")["expr"]
+        assert "* 0.995  # setting: slo_objective" in objective
+        assert _rule(groups, "alert", "OtelstreamStreamsStalled")["for"] == "13s"
+    # the rule tests hold for the defaults only
+    assert not list((out / "prometheus").glob("*.test.yml"))
+
+
+def test_the_defaults_write_exactly_the_shipped_rules(tmp_path: Path) -> None:
+    out, _ = _write(tmp_path)
+    assert (out / "prometheus" / "otelstream.rules.yml").read_bytes() == RULES_FILE.read_bytes()
+    shipped = yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))["groups"]
+    assert _rule(shipped, "alert", "OtelstreamStreamsStalled")["for"] == "30s"  # the default stall threshold, 30 s
+    assert "* 0.99  # setting: slo_objective" in _rule(shipped, "record", "otelstream:slo_objective:ratio")["expr"]
+
+
+def test_a_bad_objective_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dashboards", str(tmp_path / "out"), "--slo-objective", "1"]) == 2
+    assert "slo_objective" in capsys.readouterr().err
