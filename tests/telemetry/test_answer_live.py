@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import otelstream
 from otelstream import names, offline
 from otelstream.core.report import StreamReport
 from tests.support import bodies
+from tests.support.paths import REPO
 from tests.support.scripted_server import SCRIPT_HEADER, Pause, Reset, ScriptedServer, Step
 from tests.support.sdk_features import ANTHROPIC_HTTP, OPENAI_HTTP
 from tests.telemetry.harness import Telemetry
@@ -331,3 +333,66 @@ def _labels(tel: Telemetry, surface: str, own: dict[str, str]) -> dict[str, str]
                 common = {k: v for k, v in s.labels.items() if k in names.COMMON_LABELS}
                 return {**common, **own}
     raise AssertionError(f"no {names.PROM_STREAMS}_total for {surface}")
+
+
+# --- the README's retry example: retry only what the user never saw ------------------------------------------------
+def _readme_answer() -> Callable[..., StreamReport | None]:
+    """The README's ``answer()``, exactly as written there."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "def answer(" in b]
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    return namespace["answer"]  # type: ignore[no-any-return]
+
+
+CHAT_OK = bodies.chat("ok")
+BEFORE_OUTPUT = {"inband_error": [CHAT_OK[0], _inband_error(CH)], "cut": [CHAT_OK[0]]}
+DURING_OUTPUT = {"inband_error": [*CHAT_OK[:2], _inband_error(CH)], "cut": CHAT_OK[:2], "abort": _abort(CH)}
+
+
+def _answer(server: ScriptedServer, scripts: list[list[Step]]) -> tuple[StreamReport | None, BaseException | None,
+                                                                        list[str], list[str]]:  # fmt: skip
+    """The README's answer() against one script per attempt: (its report, what it raised, what the user was sent,
+    the idempotency key of each request)."""
+    keys = [server.add(steps) for steps in scripts]
+    sent_keys: list[str] = []
+
+    def route(request: Any) -> None:  # each attempt gets the next script
+        sent_keys.append(request.headers["idempotency-key"])
+        request.headers[SCRIPT_HEADER] = keys[len(sent_keys) - 1]
+
+    http = OPENAI_HTTP.Client(event_hooks={"request": [route]})
+    client = openai.OpenAI(api_key="k", base_url=server.base_url + "/v1", max_retries=0, http_client=http)
+    shown: list[str] = []
+    try:
+        return _readme_answer()(client, MSGS, shown.append), None, shown, sent_keys
+    except Exception as exc:
+        return None, exc, shown, sent_keys
+
+
+@pytest.mark.parametrize("failure", sorted(BEFORE_OUTPUT))
+def test_readme_retries_a_failure_the_user_never_saw(live: tuple[Telemetry, list[StreamReport]],
+                                                    scripted: ScriptedServer, failure: str) -> None:  # fmt: skip
+    report, exc, shown, keys = _answer(scripted, [BEFORE_OUTPUT[failure], CHAT_OK])
+    assert exc is None and report is not None and report.outcome == names.COMPLETED
+    assert "".join(shown) == "Hello" and len(keys) == 2 and keys[0] == keys[1]  # the same idempotency key
+
+
+@pytest.mark.parametrize("failure", sorted(DURING_OUTPUT))
+def test_readme_does_not_retry_what_the_user_saw(live: tuple[Telemetry, list[StreamReport]],
+                                                 scripted: ScriptedServer, failure: str) -> None:  # fmt: skip
+    report, exc, shown, keys = _answer(scripted, [DURING_OUTPUT[failure], CHAT_OK])
+    assert len(keys) == 1  # one attempt: a second answer would repeat the first
+    assert "".join(shown) == ("Hello" if failure == "abort" else "Hel")
+    if failure == "inband_error":
+        assert isinstance(exc, openai.APIError) and report is None  # the error reaches the caller
+    else:
+        assert exc is None and report is not None and report.failure_phase == names.PHASE_DURING_OUTPUT
+        assert report.outcome == (names.CUT if failure == "cut" else names.ERROR)
+
+
+def test_readme_retries_once(live: tuple[Telemetry, list[StreamReport]], scripted: ScriptedServer) -> None:
+    report, exc, shown, keys = _answer(scripted, [BEFORE_OUTPUT["inband_error"]] * 2)
+    assert isinstance(exc, openai.APIError) and len(keys) == 2 and shown == []
+    report, exc, shown, keys = _answer(scripted, [BEFORE_OUTPUT["cut"]] * 2)
+    assert exc is None and report is not None and (report.outcome, len(keys)) == (names.CUT, 2)
