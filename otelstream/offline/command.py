@@ -4,8 +4,14 @@ stderr) and its exit status."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from typing import Any, Final
 
 from otelstream import names
@@ -34,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help=".sse body, .jsonl WebSocket transcript, or .payloads.jsonl (one data payload per line)",
+        help=".sse body, .jsonl WebSocket transcript, or .payloads.jsonl (one data payload per line); "
+        "- reads an SSE body from standard input",
     )
     parser.epilog = (
         "Times in offline reports are synthetic (one 1 ms tick per event): a recording carries no timing. "
@@ -49,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     not_completed = False
     for path in args.files:
         try:
-            report = analyse(path, args.surface)
+            if path == STDIN:
+                with _stdin_copy() as copy:
+                    report = dataclasses.replace(analyse(copy, args.surface), file=STDIN)
+            else:
+                report = analyse(path, args.surface)
         except CheckError as exc:
             bad = True
             print(f"otelstream check: {shown_path(path)}: {shown(str(exc))}", file=sys.stderr)
@@ -71,6 +82,23 @@ def run(args: argparse.Namespace) -> int:
     if args.strict and not_completed:
         return EXIT_STRICT
     return EXIT_OK
+
+
+STDIN: Final = "-"
+
+
+@contextlib.contextmanager
+def _stdin_copy() -> Iterator[str]:
+    """Standard input as a file checked like a ``.sse`` body: copied once, in chunks, to a temporary file, since a
+    body without events is read again to say why."""
+    with tempfile.TemporaryDirectory(prefix="otelstream-check-") as tmp:
+        copy = os.path.join(tmp, "stdin.sse")
+        try:
+            with open(copy, "wb") as out:
+                shutil.copyfileobj(sys.stdin.buffer, out)
+        except (OSError, AttributeError, ValueError) as exc:  # no standard input, or a closed one
+            raise CheckError(f"cannot read standard input: {exc}") from None
+        yield copy
 
 
 def main(argv: list[str] | None = None) -> int:
