@@ -192,6 +192,8 @@ MEASURE_HTTP_ERRORS: Final = "http_errors"  # requests that fail before a stream
 MEASURE_DONE_SENTINEL: Final = "done_sentinel"  # `data: [DONE]`, and the missing_done / trailing_done anomalies
 MEASURE_EVENT_NAMES: Final = "event_names"  # SSE `event:` names (classify untyped events)
 MEASURE_KEEPALIVES: Final = "keepalives"
+MEASURE_CALLER_CLOSE: Final = "caller_close"  # the caller's close of the body (abandoned, close)
+MEASURE_ERROR_CLASS: Final = "error_class"  # the HTTP client's transport errors told apart (connection, timeout)
 MEASURES: Final = (
     MEASURE_STREAM,
     MEASURE_TIME_TO_FIRST_EVENT,
@@ -202,6 +204,8 @@ MEASURES: Final = (
     MEASURE_DONE_SENTINEL,
     MEASURE_EVENT_NAMES,
     MEASURE_KEEPALIVES,
+    MEASURE_CALLER_CLOSE,
+    MEASURE_ERROR_CLASS,
 )
 
 # --- spans -------------------------------------------------------------------------------------------

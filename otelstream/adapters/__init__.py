@@ -6,22 +6,15 @@ SDKs' request entry, the stamp at the client's send, what requests and answers s
 around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``openai_sse``, ``anthropic_sse``,
 ``openai_ws`` (Responses WebSocket mode, with ``openai_ws_connection``, ``openai_ws_sends`` and
 ``openai_ws_receives``), ``http_streams`` (the streams no SDK adapter sees, at the ``httpx`` / ``httpx2`` client,
-with ``http_body`` and ``http_decoding``) and ``_patch`` (apply/undo in any import order; the patch scopes and the
-measures they feed).
+with ``http_body`` and ``http_decoding``), ``_patch`` (apply/undo in any import order; the patch scopes and the
+measures they feed) and ``inventory`` (everything taken from other libraries' internals, in one place).
 """
 
 from __future__ import annotations
 
-from otelstream.adapters._patch import PATCHER, Patch
+from otelstream.adapters import inventory
+from otelstream.adapters._patch import PATCHER
 from otelstream.core.listener import StreamListener
-
-
-def _all_patches() -> list[Patch]:
-    # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
-    # http_streams patches the clients' send, where the SDK adapters' send stamp (request.http_send) runs too
-    from otelstream.adapters import anthropic_sse, http_streams, openai_sse, openai_ws
-
-    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
 
 
 def install(
@@ -42,7 +35,7 @@ def install(
     RUNTIME.listener = listener
     RUNTIME.stall_threshold_ns = int(stall_threshold_s * 1e9)
     RUNTIME.baggage_keys = valid_keys(baggage_attributes, "baggage_attributes")
-    PATCHER.install(_all_patches())
+    PATCHER.install(inventory.patches(), inventory.FACTS)
 
 
 def uninstall() -> None:

@@ -84,6 +84,22 @@ class Patch:
     fallback: str | None = None  # the same choke point under another name, patched only where ``path`` is absent
 
 
+@dataclass(frozen=True)
+class Fact:
+    """Something other than a patch point that otelstream takes from another library's internals: a private
+    attribute it reads, a class it checks against (``kind``). ``holds(module)`` checks it on the installed release
+    when ``module`` is imported (None: it can only be checked on a live object, where it is used: ``PATCHER.lacks``).
+    When it does not hold: one WARNING, and ``measures`` become unknown for the streams of ``scopes``, as for a
+    missing patch point."""
+
+    module: str
+    path: str  # what is taken, e.g. "Stream._iterator" or "SyncByteStream, AsyncByteStream"
+    kind: str  # "attribute" / "class"
+    holds: Callable[[ModuleType], bool] | None
+    measures: tuple[str, ...]
+    scopes: tuple[str, ...]
+
+
 class Patcher:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # RLock: a hook may run synchronously inside install()
@@ -93,7 +109,9 @@ class Patcher:
         self._hooked: set[str] = set()
         self._hooked_roots: set[str] = set()  # SDK packages whose import checks for absent patch modules
         self._active = False
-        self._missing: dict[tuple[str, str], Patch] = {}  # patch points absent from the installed SDK
+        self._facts: dict[str, list[Fact]] = {}  # module -> the facts checked when it is imported
+        self._checked: set[tuple[str, str]] = set()
+        self._missing: dict[tuple[str, str], Patch | Fact] = {}  # patch points absent, facts that do not hold
         self._warned: set[tuple[str, str]] = set()  # once per process, across instrument() cycles
         # scope -> the measures its streams cannot observe; replaced whole (streams read it without the lock)
         self._unobserved: dict[str, frozenset[str]] = {}
@@ -106,7 +124,7 @@ class Patcher:
         with self._lock:
             return dict(self._applied)
 
-    def missing(self) -> dict[tuple[str, str], Patch]:
+    def missing(self) -> dict[tuple[str, str], Patch | Fact]:
         with self._lock:
             return dict(self._missing)
 
@@ -121,14 +139,17 @@ class Patcher:
                 by_scope.setdefault(scope, set()).update(patch.measures)
         self._unobserved = {scope: frozenset(found) for scope, found in by_scope.items()}
 
-    def install(self, patches: Iterable[Patch]) -> None:
+    def install(self, patches: Iterable[Patch], facts: Iterable[Fact] = ()) -> None:
         with self._lock:
             self._active = True
             for patch in patches:
                 group = self._patches.setdefault(patch.module, [])
                 if patch not in group:
                     group.append(patch)
-            for module in list(self._patches):
+            for fact in facts:
+                if fact.holds is not None and fact not in self._facts.setdefault(fact.module, []):
+                    self._facts[fact.module].append(fact)
+            for module in [*self._patches, *(m for m in self._facts if m not in self._patches)]:
                 if module not in self._hooked:
                     self._hooked.add(module)
                     # runs now when the module is already imported, else right after its import
@@ -161,7 +182,26 @@ class Patcher:
             for patch in patches:
                 self._note_missing((patch.module, patch.path), patch)
 
-    def _note_missing(self, key: tuple[str, str], patch: Patch) -> None:
+    def lacks(self, fact: Fact) -> None:
+        """Where it is used, ``fact`` was found not to hold on a live object: one WARNING, its measures unknown from
+        the next stream on."""
+        with self._lock:
+            self._note_missing((fact.module, fact.path), fact)
+
+    def _check_facts(self, module: ModuleType) -> None:
+        for fact in self._facts.get(module.__name__, ()):
+            key = (fact.module, fact.path)
+            if key in self._checked:
+                continue
+            self._checked.add(key)
+            holds = False
+            with _guard.guard("patch.check_fact"):
+                assert fact.holds is not None
+                holds = fact.holds(module)
+            if not holds:
+                self._note_missing(key, fact)
+
+    def _note_missing(self, key: tuple[str, str], patch: Patch | Fact) -> None:
         if key in self._missing:
             return
         self._missing[key] = patch
@@ -175,6 +215,7 @@ class Patcher:
             logger.warning("%s", missing_message(patch))
 
     def _apply(self, module: ModuleType) -> None:
+        self._check_facts(module)
         for patch in self._patches.get(module.__name__, ()):
             key = (patch.module, patch.path)
             if key in self._applied:
@@ -212,6 +253,7 @@ class Patcher:
                 del self._applied[key]
                 self._applied_path.pop(key, None)
             self._missing.clear()
+            self._checked.clear()
             self._update_unobserved()
 
 
@@ -231,8 +273,9 @@ def module_absent(name: str) -> bool:
     return False
 
 
-def missing_message(patch: Patch) -> str:
-    """The one WARNING for a missing patch point: which one, and what becomes unknown (or unobserved) for whom."""
+def missing_message(patch: Patch | Fact) -> str:
+    """The one WARNING for a missing patch point or a fact that no longer holds: which one, and what becomes unknown
+    (or unobserved) for whom."""
     sdk = patch.module.partition(".")[0]
     whom = ", ".join(_SCOPE_TEXT.get(scope, scope) for scope in patch.scopes) or "no stream"
     if names.MEASURE_STREAM in patch.measures:
@@ -241,6 +284,11 @@ def missing_message(patch: Patch) -> str:
         effect = f"for {whom} these measures are unknown (absent, never guessed): {', '.join(patch.measures)}"
     else:
         effect = "no measure depends on it"
+    if isinstance(patch, Fact):
+        return (
+            f"otelstream: {patch.kind} {patch.module}.{patch.path} is not as otelstream knows it in the installed "
+            f"{sdk} (changed in this release?); {effect}"
+        )
     return (
         f"otelstream: patch point {patch.module}.{patch.path} is missing from the installed {sdk} "
         f"(renamed in this release?); {effect}"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from otelstream import _guard, names
-from otelstream.adapters import _patch
+from otelstream.adapters import _patch, inventory
 from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
 from otelstream.adapters.calls import (
     CURRENT,
@@ -201,7 +201,10 @@ def _late_bind(call: Call, stream: Any) -> None:
     ``[DONE]`` is then invisible (``_iter_events`` unseen). (An SDK without the ``__stream__`` patch point starts no
     call at all: ``begin_call``.)"""
     it = getattr(stream, "__dict__", {}).get("_iterator")
-    if it is None or getattr(stream, "response", None) is None or _bind(stream, call) is None:
+    if it is None:
+        _patch.PATCHER.lacks(inventory.OPENAI_STREAM_ITERATOR)
+        return
+    if getattr(stream, "response", None) is None or _bind(stream, call) is None:
         return
     call.tracker.done_observable = False
     call.observed = OBSERVED

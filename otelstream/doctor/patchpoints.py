@@ -37,9 +37,9 @@ class MissingPoint:
 def import_patch_modules(sdks: tuple[str, ...]) -> None:
     """Import every module otelstream patches in the installed ``sdks`` (their patches apply, or are found missing,
     at the import): a patch point the doctor's streams do not pass (WebSocket mode) is checked too."""
-    from otelstream import adapters
+    from otelstream.adapters import inventory
 
-    for module in sorted({p.module for p in adapters._all_patches()}):
+    for module in sorted({p.module for p in inventory.patches()}):
         if module.partition(".")[0] not in sdks:
             continue
         with contextlib.suppress(Exception):  # absent in this release (found missing by the patcher), or unimportable

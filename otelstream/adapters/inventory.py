@@ -1,0 +1,136 @@
+"""Everything otelstream takes from other libraries beyond their public API, in one place: the patch points (each
+adapter's ``PATCHES``, gathered here) and the ``FACTS`` below (private attributes read, classes checked against).
+
+For each: the measures it feeds and the streams it serves (``measures`` / ``scopes``), the releases it was verified
+on (``VERIFIED``, by library: the CI rows of ``.ci/sdk-matrix.sh`` and the newest), its canary test (``CANARY``),
+and what is reported when it is missing or behaves differently: one WARNING naming it, and its measures unknown for
+those streams (``StreamReport.unobserved``), never guessed. A patch point is checked when its module is imported; a
+fact with ``holds`` then too, the others where they are used (``PATCHER.lacks``).
+
+What is *not* here, on purpose: which of another library's functions is on the call stack, or in which order they
+call each other. Who ended a stream is decided from our own observations (``ending.body_closed``).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from otelstream import names
+from otelstream.adapters import _patch
+from otelstream.adapters._patch import Fact, Patch
+
+_SDK_SCOPES = (_patch.OPENAI, _patch.OPENAI_ASYNC, _patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
+_OPENAI = (_patch.OPENAI, _patch.OPENAI_ASYNC)
+_ANTHROPIC = (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
+_HTTP = (_patch.HTTP, _patch.HTTP_ASYNC)
+
+ATTRIBUTE, CLASS = "attribute", "class"
+
+
+def _byte_stream_kinds(module: ModuleType) -> bool:
+    return all(isinstance(getattr(module, kind, None), type) for kind in ("SyncByteStream", "AsyncByteStream"))
+
+
+def _transport_errors(module: ModuleType) -> bool:
+    return all(
+        isinstance(cls, type) and issubclass(cls, Exception)
+        for cls in (getattr(module, name, None) for name in ("TransportError", "StreamError"))
+    )
+
+
+def _response_body(module: ModuleType) -> bool:
+    """A response keeps its body where the close hook wraps it: ``Response.stream``."""
+    body = module.ByteStream(b"")
+    return module.Response(200, stream=body).stream is body  # type: ignore[no-any-return]
+
+
+def _request_fields(module: ModuleType) -> bool:
+    """The request options the surface is classified from (url, method, JSON body, query)."""
+    fields = getattr(module.FinalRequestOptions, "model_fields", {})
+    return all(name in fields for name in ("url", "method", "json_data", "params"))
+
+
+def _sse_fields(module: ModuleType) -> bool:
+    """The SSE frames the tap keeps carry their ``event:`` name and ``data``."""
+    sse = getattr(module, "ServerSentEvent", None)
+    return sse is not None and all(isinstance(getattr(sse, name, None), property) for name in ("event", "data"))
+
+
+def _lazy_iterator(module: ModuleType) -> bool:
+    """anthropic builds a Stream's generator lazily, in a cached ``_iterator``: a late bind sets it (see
+    ``anthropic_sse._late_bind``)."""
+    from functools import cached_property
+
+    return isinstance(module.Stream.__dict__.get("_iterator"), cached_property)
+
+
+# checked on the live object where it is used (an instance attribute): ``openai_sse._late_bind``
+OPENAI_STREAM_ITERATOR = Fact(
+    "openai._streaming", "Stream._iterator", ATTRIBUTE, None, (names.MEASURE_STREAM,), _OPENAI
+)
+
+FACTS: tuple[Fact, ...] = (
+    # the body's kinds: our body wrappers subclass them (the Response reads and closes only a body of its kind)
+    Fact("httpx2", "SyncByteStream, AsyncByteStream", CLASS, _byte_stream_kinds,
+         (names.MEASURE_CALLER_CLOSE,), (*_SDK_SCOPES, *_HTTP)),
+    Fact("httpx", "SyncByteStream, AsyncByteStream", CLASS, _byte_stream_kinds,
+         (names.MEASURE_CALLER_CLOSE,), (*_OPENAI, *_HTTP)),
+    Fact("httpx2", "Response.stream", ATTRIBUTE, _response_body, (names.MEASURE_CALLER_CLOSE,), (*_SDK_SCOPES, *_HTTP)),
+    Fact("httpx", "Response.stream", ATTRIBUTE, _response_body, (names.MEASURE_CALLER_CLOSE,), (*_OPENAI, *_HTTP)),
+    # a reset or a timeout told from other failures (error classes connection / timeout)
+    Fact("httpx2", "TransportError, StreamError", CLASS, _transport_errors,
+         (names.MEASURE_ERROR_CLASS,), (*_SDK_SCOPES, *_HTTP)),
+    Fact("httpx", "TransportError, StreamError", CLASS, _transport_errors,
+         (names.MEASURE_ERROR_CLASS,), (*_OPENAI, *_HTTP)),
+    # the surface of a request, from the SDK's request options: without it no stream is recognised
+    Fact("openai._models", "FinalRequestOptions.url, .method, .json_data, .params", ATTRIBUTE, _request_fields,
+         (names.MEASURE_STREAM,), _OPENAI),
+    Fact("anthropic._models", "FinalRequestOptions.url, .method, .json_data, .params", ATTRIBUTE, _request_fields,
+         (names.MEASURE_STREAM,), _ANTHROPIC),
+    # what the _iter_events tap reads of the frames the SDK drops: [DONE], pings, the event name
+    Fact("openai._streaming", "ServerSentEvent.event, .data", ATTRIBUTE, _sse_fields,
+         (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES), _OPENAI),
+    Fact("anthropic._streaming", "ServerSentEvent.event, .data", ATTRIBUTE, _sse_fields,
+         (names.MEASURE_KEEPALIVES,), _ANTHROPIC),
+    # a stream whose request was sent instrumented and whose Stream is built after uninstrument(): observed late
+    Fact("anthropic._streaming", "Stream._iterator", ATTRIBUTE, _lazy_iterator, (names.MEASURE_STREAM,), _ANTHROPIC),
+    OPENAI_STREAM_ITERATOR,
+    # checked by the canary tests only: what each feeds degrades as stated, with no guess
+    # a Stream built outside a patched request (by hand, or a request entry this release lacks): its request options
+    # give the surface; without them it is not observed (as any stream of an unknown surface)
+    Fact("openai._streaming", "Stream._options, Stream._client", ATTRIBUTE, None, (names.MEASURE_STREAM,), _OPENAI),
+    Fact("anthropic._streaming", "Stream._options, Stream._client", ATTRIBUTE, None, (names.MEASURE_STREAM,),
+         _ANTHROPIC),
+    # otelstream.report_of() of a helper's stream finds the SDK Stream inside it (without it: None)
+    Fact("openai.lib.streaming", "ChatCompletionStream._raw_stream, ResponseStream._raw_stream", ATTRIBUTE, None,
+         (), _OPENAI),
+    Fact("anthropic.lib.streaming", "MessageStream._raw_stream", ATTRIBUTE, None, (), _ANTHROPIC),
+    # the HTTP-level observer: a body already read into memory is replayed from it (without it: read as a stream)
+    Fact("httpx2", "Response._content", ATTRIBUTE, None, (), _HTTP),
+    # WebSocket mode: the server address, the caller's close told from a drop, a reconnect under way or possible, and
+    # a session lane's connection and stream id
+    Fact("openai._websocket_connection",
+         "WebSocketConnectionBase._connection.remote_address, ._intentionally_closed, ._is_reconnecting, "
+         "._on_reconnecting, ._make_ws", ATTRIBUTE, None, (names.MEASURE_CALLER_CLOSE,), (_patch.OPENAI_WEBSOCKET,)),
+    Fact("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id",
+         ATTRIBUTE, None, (names.MEASURE_STREAM,), (_patch.OPENAI_WEBSOCKET,)),
+)  # fmt: skip
+
+# the releases each library's facts were verified on: the rows of .ci/sdk-matrix.sh, and the newest CI resolves
+VERIFIED = {
+    "openai": "2.31.0, 2.42.0, 2.54.0, 3.0.0, 3.32.0, 3.63.0",
+    "anthropic": "1.0.0, 1.9.0, 1.17.0, 2.0.0, 2.7.0, 2.17.0",
+    "httpx2": "2.16.2, 2.17.0",
+    "httpx": "0.28.1, 0.29.0",
+}
+# the canary tests: each fact checked on the installed release, each patch point resolved and renamed
+CANARY = "tests/reliability/test_inventory.py"
+
+
+def patches() -> list[Patch]:
+    """Every patch point the adapters apply."""
+    # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
+    from otelstream.adapters import anthropic_sse, http_streams, openai_sse, openai_ws
+
+    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
+

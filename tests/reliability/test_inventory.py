@@ -1,0 +1,253 @@
+"""The canaries of ``otelstream/adapters/inventory.py``: everything otelstream takes from other libraries' internals
+holds on the installed releases (CI runs this on every row of the SDK matrix, so a release that changes one fails
+here, by name, before users see a wrong number), nothing the adapters read is missing from the inventory, and a fact
+that no longer holds is one WARNING with its measures unknown."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+import wrapt
+
+import otelstream
+from otelstream import names
+from otelstream.adapters import _patch, inventory
+from otelstream.adapters._patch import Fact
+from tests.adapters.test_websocket import ws_url  # noqa: F401 (a local WebSocket server, for the WebSocket facts)
+from tests.support.clients import anthropic_client, openai_client
+from tests.support.recording import RecordingListener
+from tests.support.sdk_features import OPENAI_WEBSOCKET_LANES, OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
+
+ADAPTERS = Path(otelstream.__file__).parent / "adapters"
+MSGS: Any = [{"role": "user", "content": "x"}]
+
+
+def _id(point: Fact | _patch.Patch) -> str:
+    return f"{point.module}:{point.path}"
+
+
+def _installed(module: str) -> bool:
+    root = module.partition(".")[0]
+    return importlib.util.find_spec(root) is not None and not _patch.module_absent(module)
+
+
+# --- the facts checked at import, and the patch points ------------------------------------------------------------
+CHECKED = [f for f in inventory.FACTS if f.holds is not None]
+
+
+@pytest.mark.parametrize("fact", CHECKED, ids=[_id(f) for f in CHECKED])
+def test_checked_fact_holds(fact: Fact) -> None:
+    if not _installed(fact.module):
+        pytest.skip(f"{fact.module} is not installed here")
+    assert fact.holds is not None
+    assert fact.holds(importlib.import_module(fact.module)), f"{_id(fact)} no longer holds"
+
+
+PATCHES = inventory.patches()
+
+
+@pytest.mark.parametrize("patch", PATCHES, ids=[_id(p) for p in PATCHES])
+def test_patch_point_resolves(patch: _patch.Patch) -> None:
+    if not _installed(patch.module):
+        pytest.skip(f"{patch.module} is not in this release (its streams are reported unobserved)")
+    module = importlib.import_module(patch.module)
+    for path in (patch.path, patch.fallback):
+        if path is None:
+            continue
+        try:
+            wrapt.resolve_path(module, path)
+            return
+        except AttributeError:
+            continue
+    pytest.fail(f"patch point {_id(patch)} does not resolve")
+
+
+# --- the facts only a live object shows -------------------------------------------------------------------------
+def _openai_stream_attributes() -> None:
+    stream = openai_client().chat.completions.create(model="gpt-test", messages=MSGS, stream=True)
+    try:
+        state = vars(stream)
+        assert "_iterator" in state and state.get("_options") is not None and state.get("_client") is not None
+    finally:
+        stream.close()
+
+
+def _anthropic_stream_attributes() -> None:
+    stream = anthropic_client().messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True)
+    try:
+        assert stream._options is not None and stream._client is not None
+    finally:
+        stream.close()
+
+
+def _openai_helpers_raw_stream() -> None:
+    client = openai_client()
+    with client.chat.completions.stream(model="gpt-test", messages=MSGS) as chat:
+        assert isinstance(chat._raw_stream, openai.Stream)
+    with client.responses.stream(model="gpt-test", input="x") as responses:
+        assert isinstance(responses._raw_stream, openai.Stream)
+
+
+def _anthropic_helper_raw_stream() -> None:
+    with anthropic_client().messages.stream(model="claude-test", max_tokens=5, messages=MSGS) as stream:
+        assert isinstance(stream._raw_stream, anthropic.Stream)
+
+
+def _response_content() -> None:
+    assert httpx2.Response(200, content=b"x")._content == b"x"
+
+
+def _websocket_connection(url: str) -> None:
+    with openai.OpenAI(api_key="sk-test", base_url=url).responses.connect() as conn:
+        state = vars(conn)
+        assert conn._connection.remote_address[0] == "127.0.0.1"
+        assert all(key in state for key in ("_intentionally_closed", "_is_reconnecting", "_on_reconnecting"))
+        assert "_make_ws" in state
+
+
+def _websocket_lane(url: str) -> None:
+    if not OPENAI_WEBSOCKET_LANES:
+        pytest.skip("this openai release has no WebSocket lanes")
+    from openai.lib.responses_websocket._session import ResponsesWebSocketLimits, ResponsesWebSocketSession
+
+    limits = ResponsesWebSocketLimits(8, 1000, 4000, 1 << 20, 1 << 22)
+    with (
+        openai.OpenAI(api_key="sk-test", base_url=url).responses.connect() as conn,
+        ResponsesWebSocketSession(conn, limits=limits) as session,
+    ):
+        lane = session.lane("x")
+        assert lane._session.connection is conn and lane._state.stream_id == "x"
+
+
+_WS_CONNECTION = next(f.path for f in inventory.FACTS if f.path.startswith("WebSocketConnectionBase"))
+_HELPERS = "ChatCompletionStream._raw_stream, ResponseStream._raw_stream"
+LIVE: dict[tuple[str, str], Callable[..., None]] = {
+    ("openai._streaming", "Stream._iterator"): _openai_stream_attributes,
+    ("openai._streaming", "Stream._options, Stream._client"): _openai_stream_attributes,
+    ("anthropic._streaming", "Stream._options, Stream._client"): _anthropic_stream_attributes,
+    ("openai.lib.streaming", _HELPERS): _openai_helpers_raw_stream,
+    ("anthropic.lib.streaming", "MessageStream._raw_stream"): _anthropic_helper_raw_stream,
+    ("httpx2", "Response._content"): _response_content,
+    ("openai._websocket_connection", _WS_CONNECTION): _websocket_connection,
+    ("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id"):
+        _websocket_lane,
+}  # fmt: skip
+UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
+
+
+def test_every_fact_has_a_canary() -> None:
+    assert {(f.module, f.path) for f in UNCHECKED} == set(LIVE)
+
+
+@pytest.mark.parametrize("fact", UNCHECKED, ids=[_id(f) for f in UNCHECKED])
+def test_live_fact_holds(fact: Fact, request: pytest.FixtureRequest) -> None:
+    check = LIVE[(fact.module, fact.path)]
+    if fact.module.startswith("openai._websocket") or fact.module.startswith("openai.lib.responses_websocket"):
+        if not OPENAI_WEBSOCKET_OBSERVED:
+            pytest.skip(WITHOUT_WEBSOCKET)
+        check(request.getfixturevalue("ws_url"))
+    else:
+        check()
+
+
+# --- nothing taken that the inventory does not list ---------------------------------------------------------------
+def _our_names() -> set[str]:
+    """Every name otelstream defines or binds itself (its own private names are not another library's)."""
+    found: set[str] = set()
+    for path in Path(otelstream.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    found.add(node.attr)
+            elif isinstance(node, ast.alias):
+                found.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+    return found
+
+
+def _private_names_read(path: Path, ours: set[str]) -> set[str]:
+    """The private names (``_x``, not dunders) ``path`` reads off objects that are not its own, as an attribute or
+    as a string (``getattr``, ``__dict__.get``)."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # a string built from parts (``KEY + "_queued"``) is a key of ours, not a name read off another library
+    parts = {id(n) for node in ast.walk(tree) if isinstance(node, (ast.BinOp, ast.JoinedStr)) for n in ast.walk(node)}
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            name = node.attr
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            name = None if id(node) in parts else node.value
+        if name and name.startswith("_") and not name.startswith("__") and name not in ours:
+            found.add(name)
+    return found
+
+
+def test_every_private_name_the_adapters_read_is_in_the_inventory() -> None:
+    ours = _our_names()
+    points = [*inventory.patches(), *inventory.FACTS]
+    listed = " ".join(f"{p.path} {getattr(p, 'fallback', None) or ''}" for p in points)
+    unlisted = {
+        f"{path.name}: {name}"
+        for path in sorted(ADAPTERS.glob("*.py"))
+        for name in _private_names_read(path, ours)
+        if name not in listed
+    }
+    assert not unlisted, f"taken from another library but not in adapters/inventory.py: {sorted(unlisted)}"
+
+
+def test_no_decision_compares_another_librarys_code_objects() -> None:
+    for path in Path(otelstream.__file__).parent.rglob("*.py"):
+        assert "__code__" not in path.read_text(encoding="utf-8"), path
+
+
+# --- what a fact that does not hold does --------------------------------------------------------------------------
+@pytest.fixture
+def warnings_logged(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], list[str]]]:
+    _patch.PATCHER._warned.clear()
+    caplog.set_level(logging.WARNING, logger="otelstream")
+    yield lambda: [r.getMessage() for r in caplog.records if "is not as otelstream knows it" in r.getMessage()]
+    _patch.PATCHER._warned.clear()
+
+
+def test_a_fact_that_no_longer_holds_warns_once_and_leaves_its_measures_unknown(
+    rec: RecordingListener, warnings_logged: Callable[[], list[str]]
+) -> None:
+    changed = Fact("anthropic._streaming", "Stream.__stream__ (simulated change)", inventory.ATTRIBUTE,
+                   lambda module: False, (names.MEASURE_KEEPALIVES,), (_patch.ANTHROPIC,))  # fmt: skip
+    _patch.PATCHER.install([], [changed])
+    _patch.PATCHER.install([], [changed])  # checked once per process and instrument() cycle
+    assert len(warnings_logged()) == 1
+    assert "anthropic._streaming.Stream.__stream__ (simulated change)" in warnings_logged()[0]
+    assert "keepalives" in warnings_logged()[0]
+    stream = anthropic_client().messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True,
+                                                extra_headers={"x-variant": "keepalive"})  # fmt: skip
+    list(stream)
+    r = rec.one()
+    assert r.outcome == names.COMPLETED
+    assert names.MEASURE_KEEPALIVES in r.unobserved and r.keepalives is None
+
+
+def test_a_live_fact_found_missing_where_it_is_used(rec: RecordingListener,
+                                                     warnings_logged: Callable[[], list[str]]) -> None:  # fmt: skip
+    _patch.PATCHER.lacks(inventory.OPENAI_STREAM_ITERATOR)
+    _patch.PATCHER.lacks(inventory.OPENAI_STREAM_ITERATOR)
+    assert len(warnings_logged()) == 1 and "openai._streaming.Stream._iterator" in warnings_logged()[0]
+    # its measure is the whole stream: openai sync streams are then not observed at all, rather than misreported
+    list(openai_client().chat.completions.create(model="gpt-test", messages=MSGS, stream=True))
+    assert rec.reports == []
