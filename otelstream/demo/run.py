@@ -95,13 +95,25 @@ def _require_demo_openai() -> None:
 
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
     """The whole demo; ``run`` prints its result. Tests call this to get the registry as well as the table."""
-    _require_demo_openai()
+    out = out or sys.stdout
+    quiet = bool(getattr(args, "quiet", False))
+
+    def say(step: str) -> None:
+        """One line per step of the set-up, flushed at once: it takes seconds on a cold machine."""
+        if not quiet:
+            print(f"  {step}", file=out, flush=True)
+
+    say("loading the openai and anthropic SDKs, OpenTelemetry and prometheus_client …")
+    t_load = time.monotonic()
+    _require_demo_openai()  # (finding openai's WebSocket module imports openai)
+    import anthropic  # noqa: F401  (the slow imports happen here, after saying so)
+    import openai  # noqa: F401
+
     from otelstream.demo import table as T
     from otelstream.demo.pacing import Pacing
     from otelstream.demo.provider import FakeProvider
     from otelstream.instrumentation import flush, instrument, is_instrumented, uninstrument
 
-    out = out or sys.stdout
     mix = F.FaultMix.parse(args.faults)
     jobs = plan(args.streams, mix, args.seed)
     expected = expected_by_surface(jobs)
@@ -122,13 +134,16 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
     provider = FakeProvider(port=args.provider_port, pacing=Pacing(**DEMO_PACING_KW), seed=args.seed,
                             tokens=(8, 40), mix=mix)  # fmt: skip
     provider.start()
+    say(f"loaded in {time.monotonic() - t_load:.1f} s; fake provider on {provider.base_url}")
     metrics_server: Any = None
     clients = make_clients(provider, args.concurrency)
     try:
+        say("one uninstrumented warm-up stream per surface (the SDKs' first-use set-up stays out of the timings) …")
         warm_up(clients)
         instrument(tracer_provider=tracer_provider, registry=registry, enabled=True,
                               stall_threshold_s=STALL_THRESHOLD_S)  # fmt: skip
         metrics_server, metrics_url = _start_metrics(args.port, out)
+        say(f"instrumented; streaming {len(jobs)} streams, {min(args.concurrency, len(jobs))} at a time")
         progress = Progress(len(jobs), enabled=not getattr(args, "quiet", False))
         t0 = time.monotonic()
         raised = asyncio.run(_drive_and_close(jobs, clients, args.concurrency, progress))

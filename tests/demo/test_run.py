@@ -186,6 +186,26 @@ def test_the_demo_prints_its_first_line_before_loading_the_sdks() -> None:
     assert first_after < 2.0, first_after
 
 
+def test_the_demo_says_each_set_up_step_while_it_happens() -> None:
+    """After its first line the demo was silent for ~9 s (SDK imports, warm-up); now each step is said before it
+    runs: the loading line before the first SDK import, the warm-up and instrumented lines before the first stream."""
+    import subprocess
+    import sys
+
+    script = FIRST_LINE.replace('"--quiet", ', "")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    steps = [i for i, line in enumerate(lines) if line.startswith("  ")][:4]
+    assert [lines[i].split()[0] for i in steps] == ["loading", "loaded", "one", "instrumented;"], lines[:6]
+    # the loading line was written before the first heavy import (the import watcher counts what was written)
+    heavy = next(line for line in done.stderr.splitlines() if line.startswith("first heavy import "))
+    written_before = int(heavy.split()[-2])
+    assert written_before >= len("\n".join(lines[: steps[0] + 1])), (heavy, lines[:2])
+    # then the streams' progress (on stderr)
+    assert "streams [" in done.stderr
+
+
 def test_the_demo_refuses_an_openai_below_its_floor(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
