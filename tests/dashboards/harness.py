@@ -31,6 +31,7 @@ HISTOGRAMS = (
     names.PROM_TIME_TO_FIRST_CHUNK,
     names.PROM_TIME_PER_OUTPUT_CHUNK,
     names.PROM_TIME_TO_FIRST_EVENT,
+    names.PROM_TIME_TO_FIRST_OUTPUT,
     names.PROM_MAX_WAIT,
 )
 COUNTERS = (names.PROM_STREAMS, names.PROM_SEQUENCE_ANOMALIES, names.PROM_ANOMALIES, names.PROM_REPORTS_DROPPED)
@@ -52,6 +53,7 @@ LABELS = frozenset(
         names.LABEL_OUTCOME,
         names.LABEL_KIND,
         names.LABEL_ERROR_TYPE,
+        names.LABEL_PHASE,
         "le",
         "job",
         "instance",
