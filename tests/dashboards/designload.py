@@ -87,6 +87,8 @@ class DesignLoad:
         self.anom = Counter(names.PROM_ANOMALIES, "a", (*with_surface, names.LABEL_KIND), registry=r)
         self.active = Gauge(names.PROM_STREAMS_ACTIVE, "o", with_surface, registry=r)
         self.stalled = Gauge(names.PROM_STREAMS_STALLED, "l", with_surface, registry=r)
+        # the runtime self-check ran once and every cell held
+        Gauge(names.PROM_SELF_CHECK_FAILURES, "k", registry=r).set(0)
 
     def serve(self) -> int:
         """Start the metrics endpoint on a free 127.0.0.1 port and the load thread; returns the port."""

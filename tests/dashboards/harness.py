@@ -36,7 +36,7 @@ HISTOGRAMS = (
 )
 COUNTERS = (names.PROM_STREAMS, names.PROM_SEQUENCE_ANOMALIES, names.PROM_ANOMALIES, names.PROM_REPORTS_DROPPED)
 GAUGES = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED, names.PROM_RATELIMIT_REMAINING,
-          names.PROM_RATELIMIT_LIMIT)
+          names.PROM_RATELIMIT_LIMIT, names.PROM_SELF_CHECK_FAILURES)
 SERIES = frozenset(
     [f"{h}{suffix}" for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")]
     + [f"{c}_total" for c in COUNTERS]

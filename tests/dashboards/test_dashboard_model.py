@@ -299,6 +299,7 @@ def test_dashboard_covers_every_design_series() -> None:
         names.PROM_REPORTS_DROPPED + "_total",
         names.PROM_RATELIMIT_REMAINING,
         names.PROM_RATELIMIT_LIMIT,
+        names.PROM_SELF_CHECK_FAILURES,
     }
     assert expected <= families, sorted(expected - families)
 
