@@ -7,7 +7,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# DESIGN §7
+# docs/benchmarks.md
 BUDGET_IR = 6000  # marginal instructions added per event, every surface, sync and async
 BUDGET_FIXED = {"otelstream-default": 750_000, "otelstream": 1_100_000}  # added per stream: default, all sinks
 BUDGET_CALLER = 300_000  # of the fixed part, on the caller's thread
@@ -166,13 +166,13 @@ def cg_budget_lines(who: str, by_cfg: dict[str, list[dict]]) -> list[str]:
 
 
 def budget_table(res: dict) -> list[str]:
-    """Every DESIGN §7 budget, per SDK set, met or not, with the figures it is judged by."""
+    """Every docs/benchmarks.md budget, per SDK set, met or not, with the figures it is judged by."""
     cg = [r for r in res.get("cg", {}).get("rows", []) if "added_ir_per_event" in r]
     mem = [r for r in res.get("memory", {}).get("rows", []) if "open_bytes_per_stream" in r]
     sdks = res.get("sdk_sets") or ["newest"]
     m = res.get("machine") or {}
     vers = m.get("sdks") or {"newest": m.get("versions") or {}}
-    out = ["| DESIGN §7 budget | SDKs | figures | status |", "|---|---|---|---|"]
+    out = ["| docs/benchmarks.md budget | SDKs | figures | status |", "|---|---|---|---|"]
 
     def label(sdk: str) -> str:
         v = vers.get(sdk) or {}
@@ -313,7 +313,7 @@ def write(res: dict, path: str) -> None:
              ""]  # fmt: skip
     if len(sdks) < 2:
         lines += ["**The oldest supported SDK releases were not measured in this run** (no `--oldest-python`).", ""]
-    lines += ["## DESIGN §7 budgets", "", *budget_table(res), ""]
+    lines += ["## docs/benchmarks.md budgets", "", *budget_table(res), ""]
     if "overhead" in res:
         ov = res["overhead"]
         lines += ["## Wall-clock time added per event", "",

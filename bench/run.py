@@ -43,7 +43,7 @@ sys.path.insert(0, ROOT)
 from bench import canned, configs  # noqa: E402
 
 MODES = ("sync", "async")
-CG_TOLERANCE = 0.10  # DESIGN §7: a cell more than 10 % above baseline.json fails --check
+CG_TOLERANCE = 0.10  # docs/benchmarks.md: a cell more than 10 % above baseline.json fails --check
 
 
 class Sdk:
@@ -629,7 +629,7 @@ def main() -> None:
                    help="callgrind: the stream length (events) the per-stream cost is amortized over for the budget")
     p.add_argument("--cg-peers", action=argparse.BooleanOptionalAction, default=True,
                    help="also callgrind the peers (in the newest SDK set)")
-    p.add_argument("--cg-modes", default="sync,async", help="callgrind: the modes measured (DESIGN §7: both)")
+    p.add_argument("--cg-modes", default="sync,async", help="callgrind: the modes measured (both)")
     p.add_argument("--cg-prewarm", type=int, default=10,
                    help="callgrind: uninstrumented streams per surface and mode before any measured phase")
     p.add_argument("--cg-paired", action=argparse.BooleanOptionalAction, default=True,

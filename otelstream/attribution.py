@@ -1,4 +1,4 @@
-"""Application attributes: which feature, tenant or user a stream belongs to (DESIGN §5).
+"""Application attributes: which feature, tenant or user a stream belongs to.
 
 ``otelstream.attributes(**attrs)`` sets them for the streams started inside its ``with`` block; they live in a
 context variable, so they nest (inner keys win) and follow threads started with a copied context and asyncio tasks

@@ -1,6 +1,6 @@
 """The public switch: ``instrument()`` / ``uninstrument()`` / ``flush()`` / ``start_metrics_server()`` and the
 ``OtelStreamInstrumentor`` that ``opentelemetry-instrument`` finds through the ``opentelemetry_instrumentor`` entry
-point (DESIGN §5).
+point.
 
 ``instrument()`` is idempotent: a second call while instrumented changes nothing (call ``uninstrument()`` first to
 change providers or settings). ``uninstrument()`` restores the SDKs' original functions exactly and shuts the
@@ -68,7 +68,7 @@ def instrument(
             http_streams=cfg.http_streams,
         )
         _pipeline = pipeline
-        if cfg.self_check:  # DESIGN §5: the doctor's small matrix, once, in the background
+        if cfg.self_check:  # docs/api.md: the doctor's small matrix, once, in the background
             from otelstream.doctor import selfcheck
             from otelstream.export import self_check
 
@@ -164,7 +164,7 @@ class OtelStreamInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         pass
 
     def _instrument(self, **kwargs: Any) -> None:
-        """Under ``opentelemetry-instrument`` (DESIGN §5): metrics as well as spans. The OTel instruments go through
+        """Under ``opentelemetry-instrument``: metrics as well as spans. The OTel instruments go through
         the global MeterProvider when it is an SDK one (the distro configured OTLP metrics), ``/metrics`` is served
         when ``OTELSTREAM_PROMETHEUS_PORT`` is set, as ``otelstream.auto`` does, and a missing SDK TracerProvider
         (nothing would export the spans) is said once, with what to set."""

@@ -1,6 +1,6 @@
 """Every name otelstream exposes: surfaces, outcomes, anomaly kinds, span and metric names, buckets.
 
-Dashboards, alert rules, users and acceptance checks query these exact strings (DESIGN.md §2–§4);
+Dashboards, alert rules, users and acceptance checks query these exact strings;
 change one only together with the contract. Pure module: no imports beyond the standard library.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# --- surfaces (DESIGN §1) -------------------------------------------------------------------------
+# --- surfaces -------------------------------------------------------------------------
 RESPONSES: Final = "responses"
 RESPONSES_WEBSOCKET: Final = "responses_websocket"
 CHAT_COMPLETIONS: Final = "chat_completions"
@@ -59,17 +59,17 @@ OUTCOMES: Final = (COMPLETED, INCOMPLETE, FAILED, ERROR, CUT, ABANDONED, TRANSPO
 # only ones with an error class.
 BAD_OUTCOMES: Final = (FAILED, ERROR, CUT, TRANSPORT_ERROR, HTTP_ERROR)
 # chat / legacy-completions finish reasons that end a generation in error (vLLM sends "abort" for an aborted request,
-# other servers "error"): outcome error, error_type the reason, class server_error (DESIGN §2)
+# other servers "error"): outcome error, error_type the reason, class server_error
 ERROR_FINISH_REASONS: Final = ("abort", "error")
 
-# --- failure phases (a bad outcome's; span attribute otelstream.failure_phase, label `phase`, DESIGN §2) ---------
+# --- failure phases (a bad outcome's; span attribute otelstream.failure_phase, label `phase`, docs/telemetry.md) ---------
 # before_output: no delta reached the caller before the failure, so a retry is invisible to the end user;
 # during_output: the user saw part of an answer. http_error is always before_output; good outcomes have none.
 PHASE_BEFORE_OUTPUT: Final = "before_output"
 PHASE_DURING_OUTPUT: Final = "during_output"
 FAILURE_PHASES: Final = (PHASE_BEFORE_OUTPUT, PHASE_DURING_OUTPUT)
 
-# --- error classes (a closed set; the `error_type` metric label and otelstream.error_class, DESIGN §2) ----------
+# --- error classes (a closed set; the `error_type` metric label and otelstream.error_class, docs/telemetry.md) ----------
 # One per stream with a bad outcome, so a dashboard can tell rate limiting from an outage. Good outcomes have none.
 EC_RATE_LIMITED: Final = "rate_limited"
 EC_QUOTA_EXCEEDED: Final = "quota_exceeded"
@@ -179,7 +179,7 @@ MAX_TEXT_LENGTH: Final = 256
 MAX_SPAN_NAME_LENGTH: Final = 128  # "{operation} {model}": a span name is a grouping key, not a record
 TEXT_REPLACEMENT: Final = "\ufffd"
 
-# --- measures an SDK patch point feeds (DESIGN §6) -----------------------------------------------------
+# --- measures an SDK patch point feeds -----------------------------------------------------
 # When the installed SDK lacks a patch point (a release renamed it), otelstream logs one WARNING naming it and
 # these measures, and every stream it concerns reports them as unknown (``StreamReport.unobserved``, span attribute
 # ``otelstream.unobserved``): the value is absent (None), its metric is not recorded, its anomalies are not raised.
@@ -284,7 +284,7 @@ ATTR_SEQ_OUT_OF_ORDER: Final = "otelstream.sequence.out_of_order"
 ATTR_OUTPUT_TOKENS_PER_SECOND: Final = "otelstream.output_tokens_per_second"
 ATTR_UNOBSERVED: Final = "otelstream.unobserved"  # the MEASURE_* names this stream could not observe
 
-# --- metrics: OTel instrument names (DESIGN §4) and the Prometheus series they become ----------------
+# --- metrics: OTel instrument names and the Prometheus series they become ----------------
 OTEL_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 OTEL_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 OTEL_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
@@ -300,7 +300,7 @@ OTEL_STREAMS_STALLED: Final = "otelstream.streams.stalled"
 OTEL_REPORTS_DROPPED: Final = "otelstream.reports.dropped"
 OTEL_RATELIMIT_REMAINING: Final = "otelstream.ratelimit.remaining"
 OTEL_RATELIMIT_LIMIT: Final = "otelstream.ratelimit.limit"
-# cells of the runtime self-check (DESIGN §5) that differed in this process; absent until the check ran
+# cells of the runtime self-check that differed in this process; absent until the check ran
 OTEL_SELF_CHECK_FAILURES: Final = "otelstream.self_check.failures"
 
 # Prometheus family names as prometheus_client takes them (it appends _total/_bucket/_sum/_count).

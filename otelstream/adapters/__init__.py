@@ -1,4 +1,4 @@
-"""SDK adapters: wrapt patches that turn SDK stream events into tracker observations (DESIGN §6).
+"""SDK adapters: wrapt patches that turn SDK stream events into tracker observations.
 
 They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules: ``calls``
 (the per-call state, its begin and its one end, the watch on the caller's object), ``request`` (the wrappers of the

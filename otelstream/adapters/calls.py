@@ -20,7 +20,7 @@ Lifecycle of one streamed call (both SDKs):
    the wait, before the SDK parses the JSON and builds its model, which is the SDK's work, not the server's) and sees
    what the SDK drops (``[DONE]``, pings, the ``event:`` name); ``observing.observe_sync`` / ``observe_async`` around
    ``__stream__`` stamp each pull and hand each item the SDK yields to ``tracker.event``, and see how the stream ends.
-4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per DESIGN §2:
+4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per docs/telemetry.md:
    ``ending.classify_common`` and the SDK adapter's ``classify``), the caller's close (seen at the body, when the
    caller is *not* inside a pull — a close during a pull is the SDK's own ``finally: response.close()``), the
    collection of the caller's object (``gc``), or ``http_error`` when the request raised before a stream existed

@@ -1,5 +1,5 @@
 """How a stream ended, as seen from outside the observing generators: whose close of the response body it was (the
-body wrappers, ``body_closed``), and what an exception means (DESIGN §2: ``is_cancel``, ``classify_common``,
+body wrappers, ``body_closed``), and what an exception means (``is_cancel``, ``classify_common``,
 ``error_type_of``). Both learn the legacy ``httpx``'s classes the first time one of them is met (``_adopt_httpx``)."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _adopt_httpx() -> bool:
 _ADOPT_LOCK = threading.Lock()
 
 
-# --- exception mapping (DESIGN §2) -------------------------------------------------------------------------
+# --- exception mapping -------------------------------------------------------------------------
 def is_cancel(exc: BaseException) -> bool:
     """The caller's task or program was cancelled or stopped: asyncio's cancellation, trio's (anyio on trio raises
     it too; checked by name, trio is not a dependency), Ctrl-C, ``sys.exit()``."""

@@ -145,7 +145,7 @@ def _number(value: object) -> float | None:
 
 
 def request_params(body: object) -> dict[str, Any]:
-    """The request parameters a span records (DESIGN §4), as the call passed them: StreamStart keyword arguments.
+    """The request parameters a span records, as the call passed them: StreamStart keyword arguments.
     Once per stream, from the request body (``max_output_tokens`` on Responses, ``max_completion_tokens`` or
     ``max_tokens`` on chat, ``max_tokens`` on completions and Anthropic Messages)."""
     if not isinstance(body, dict):

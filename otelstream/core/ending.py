@@ -108,7 +108,7 @@ def build_report(
             "system_fingerprint": s.system_fingerprint,
             "attributes": start.attributes,
             "abandoned_reason": abandoned_reason,
-            "error_type": s.error_type,  # the provider's, as sent: never an outcome name (DESIGN §2)
+            "error_type": s.error_type,  # the provider's, as sent: never an outcome name
             "error_class": error_class,
             "finish_reasons": tuple(s.finish_reasons),
             "resumed": start.resumed or s.starting_after is not None or s.client_filter_after is not None,

@@ -1,4 +1,4 @@
-"""The error class of a stream (DESIGN §2, "Error classes"): which of ``names.ERROR_CLASSES`` a bad outcome is, from
+"""The error class of a stream ("Error classes"): which of ``names.ERROR_CLASSES`` a bad outcome is, from
 the provider's code and type, the HTTP status, a status inside the error body, the exception and the outcome. Derived
 once per stream, at its end. Pure module: exceptions are matched by the names of the classes in their MRO, so no SDK
 or httpx import is needed.
@@ -110,7 +110,7 @@ def error_class(
     exc: BaseException | None,
     body: ErrorFields = NO_ERROR_FIELDS,
 ) -> str | None:
-    """DESIGN §2: None for a good outcome. Else, from what the provider said (``code``: the error type as recorded;
+    """docs/telemetry.md: None for a good outcome. Else, from what the provider said (``code``: the error type as recorded;
     ``body``: the code, type and status of the error body the stream carried; the exception's own), the first of its
     code, then its type, that the table lists (an unlisted code does not hide a listed type), and the HTTP status: the
     more specific of the two rows wins. Without either, a status inside the error body (or a status-like numeric

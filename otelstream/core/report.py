@@ -262,7 +262,7 @@ class StreamReport:
         return [(c, s / 1e9) for c, s in zip(self.chunk_counts, self.chunk_sums_ns, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``otelstream check --json`` object (DESIGN §3) minus ``file``."""
+        """The ``otelstream check --json`` object minus ``file``."""
         return {
             "surface": self.surface,
             "provider": self.provider,

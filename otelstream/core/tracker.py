@@ -276,7 +276,7 @@ class StreamTracker(StreamState):
 
     def first_pull(self, now: int) -> None:
         """The caller asks for the first event: a wait begins, and the time since the stream was handed over (a
-        framework's set-up, a sleep) was the caller's (DESIGN §2: consumer time)."""
+        framework's set-up, a sleep) was the caller's (consumer time)."""
         self.t_pull = now
         handed = self.t_handed
         if handed and now > handed and not self._pre_pull_ns:
@@ -297,7 +297,7 @@ class StreamTracker(StreamState):
         if surface in (names.RESPONSES, names.RESPONSES_WEBSOCKET):
             self.anomaly(names.ANOM_TRAILING_DONE, "[DONE] after the terminal event" if self.terminal else "[DONE]")
         elif surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS) and not self.terminal and self.events:
-            # the server's explicit end of a chat stream (DESIGN §2): some servers never send a finish_reason, or
+            # the server's explicit end of a chat stream: some servers never send a finish_reason, or
             # leave out the usage that was requested; the answer is over all the same
             self.done_ended = True
             self.terminal = True

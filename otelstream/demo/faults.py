@@ -83,7 +83,7 @@ SURFACES_BY_FAULT: Final[Mapping[str, tuple[str, ...]]] = {
     ABANDON: _ALL,
 }
 
-# What otelstream must report for a stream served with each fault (DESIGN §2 outcomes).
+# What otelstream must report for a stream served with each fault (docs/telemetry.md outcomes).
 EXPECTED_OUTCOME: Final[Mapping[str, str]] = {
     OK: names.COMPLETED,
     SLOW_FIRST: names.COMPLETED,

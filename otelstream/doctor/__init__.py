@@ -1,4 +1,4 @@
-"""``otelstream doctor`` and the runtime self-check (DESIGN §5): the fault matrix run through the SDKs and HTTP
+"""``otelstream doctor`` and the runtime self-check: the fault matrix run through the SDKs and HTTP
 libraries installed where it runs, in-process over their own mock transports, observed by the real patches and
 reported to a private listener only.
 

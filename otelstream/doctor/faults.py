@@ -1,5 +1,5 @@
 """The doctor's fault catalogue: what each fault is (served by the mock server or done by the caller), where it
-applies, and what otelstream must report for it (DESIGN §2 outcomes, error classes, abandonment reasons, anomalies).
+applies, and what otelstream must report for it (docs/telemetry.md outcomes, error classes, abandonment reasons, anomalies).
 
 The counts a stream must show (events, deltas, keepalives, usage, sequence) follow from the body served and how far
 the caller read: ``bodies.expected_counts``. Pure module.
@@ -45,7 +45,7 @@ class Fault:
 
 
 # Three SDK surfaces raise on an in-band error event instead of yielding it: whether that event is counted is the SDK's
-# call (DESIGN §2: "except where the SDK itself stops early"); the outcome, class and deltas still are compared.
+# call ("except where the SDK itself stops early"); the outcome, class and deltas still are compared.
 _SDK_STOPS: Final = ("events",)
 
 FAULTS: Final = (

@@ -1,4 +1,4 @@
-"""The runtime self-check (DESIGN §5): after ``instrument()``, the doctor's smaller matrix runs once per process, in
+"""The runtime self-check: after ``instrument()``, the doctor's smaller matrix runs once per process, in
 a background daemon thread, through each SDK the application has imported (an SDK imported later is checked when
 its import completes; one never imported costs nothing).
 

@@ -1,4 +1,4 @@
-"""Multiprocess mode that cannot go stale (DESIGN §4): live gauges of processes that are gone stop counting.
+"""Multiprocess mode that cannot go stale: live gauges of processes that are gone stop counting.
 
 prometheus_client keeps each process's ``livesum`` gauges in ``gauge_livesum_<pid>.db`` and sums every such file
 it finds; it removes one only when the application calls ``mark_process_dead(pid)`` (a gunicorn ``child_exit``

@@ -16,7 +16,7 @@ from otelstream.core.report import StreamReport
 
 COMMON = names.COMMON_LABELS
 
-# the labels of each family beyond the common ones (DESIGN §4)
+# the labels of each family beyond the common ones
 _OWN: dict[str, tuple[str, ...]] = {
     names.PROM_OPERATION_DURATION: (names.LABEL_ERROR_TYPE,),
     names.PROM_TOKEN_USAGE: (names.LABEL_TOKEN_TYPE,),

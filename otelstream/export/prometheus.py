@@ -1,4 +1,4 @@
-"""The native Prometheus sink (prometheus_client): the series of DESIGN §4, exemplars, multiprocess mode.
+"""The native Prometheus sink (prometheus_client): the series of docs/telemetry.md, exemplars, multiprocess mode.
 
 Families are created once per ``CollectorRegistry`` and cached (weakly), so building the pipeline again
 (``uninstrument()`` then ``instrument()``) reuses them instead of raising "Duplicated timeseries". If the names are
@@ -99,7 +99,7 @@ def _doc(family: str) -> str:
 
 
 class PromFamilies:
-    """Every family of DESIGN §4 in one registry, plus the label caps shared by all pipelines on it. The label names
+    """Every family of docs/telemetry.md in one registry, plus the label caps shared by all pipelines on it. The label names
     (``schema``: which application attributes are labels) are fixed when the families are created."""
 
     def __init__(self, registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> None:

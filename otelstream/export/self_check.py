@@ -1,4 +1,4 @@
-"""``otelstream_self_check_failures`` (DESIGN §4): how many checks of the runtime self-check (§5) differed from what
+"""``otelstream_self_check_failures``: how many checks of the runtime self-check (§5) differed from what
 otelstream must report, in this process; 0 when all held, absent until the check ran.
 
 One value per process (the check runs once per process), shown on every registry and meter provider a pipeline

@@ -10,7 +10,7 @@ Gauges are computed from the live set when they are read (``counts()``), so ``ot
 cannot see other processes, so the watchdog writes the counts into ``livesum`` gauges each tick instead, counted in
 the same pass as its stall and idle checks.
 
-Cost (DESIGN §7: ≤ 1 % of a core with 10 000 open streams): every walk is one pass over a copy of the dict with
+Cost (≤ 1 % of a core with 10 000 open streams): every walk is one pass over a copy of the dict with
 one clock read per walk, not one per stream (all trackers share the runtime's clock; a tracker with another clock
 gets a read of its own), and the per-stream checks compare against deadlines computed once per walk.
 """

@@ -1,4 +1,4 @@
-"""``otelstream check``: analyse recorded stream bodies without any network (DESIGN §3).
+"""``otelstream check``: analyse recorded stream bodies without any network.
 
 Inputs, by file name:
 

@@ -1,4 +1,4 @@
-"""Rendering what ``check`` found: ``FileReport`` as JSON (DESIGN §3's keys) or as text, every non-printable
+"""Rendering what ``check`` found: ``FileReport`` as JSON (docs/api.md's keys) or as text, every non-printable
 character escaped."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _report_json(r: StreamReport) -> dict[str, Any]:
 
 
 def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: Totals) -> dict[str, Any]:
-    """A transcript's top level carries DESIGN §3's keys summed over all its responses, plus ``lanes``: the lists
+    """A transcript's top level carries docs/api.md's keys summed over all its responses, plus ``lanes``: the lists
     (``lanes``, ``finish_reasons``, ``anomalies``) come from the listed responses, every count from ``totals``."""
     finish: list[str] = []
     anomalies: list[dict[str, Any]] = []

@@ -20,7 +20,7 @@ _WS_CLIENT_EVENTS = frozenset({"response.create", "response.cancel", "response.s
 
 @dataclass
 class Totals:
-    """DESIGN §3's counts over every response of a transcript, listed in ``lanes`` or not: exact, in memory that
+    """docs/api.md's counts over every response of a transcript, listed in ``lanes`` or not: exact, in memory that
     does not grow with the responses (integers, and dicts keyed by anomaly kind and outcome)."""
 
     responses: int = 0

@@ -347,7 +347,7 @@ def test_completions_cut_and_usage() -> None:
     assert r.outcome == names.COMPLETED and r.usage.output_tokens == 9 and not r.anomalies
 
 
-# --- aborted generations (DESIGN §2: a finish reason "abort" or "error" is an error) ------------------------------
+# --- aborted generations (a finish reason "abort" or "error" is an error) ------------------------------
 @pytest.mark.parametrize("reason", ["abort", "error"])
 @pytest.mark.parametrize("usage", [False, True])
 def test_abort_and_error_finish_reasons_are_errors(reason: str, usage: bool) -> None:

@@ -1,5 +1,5 @@
 """The error-class table (names.ERROR_CLASS_TABLE, derived by core.errors), row by row: HTTP statuses, the provider
-codes both SDKs deliver, the exceptions they and httpx2 raise, and the outcomes (DESIGN §2, "Error classes")."""
+codes both SDKs deliver, the exceptions they and httpx2 raise, and the outcomes ("Error classes")."""
 
 from __future__ import annotations
 

@@ -24,19 +24,18 @@ DASHBOARDS = REPO / "dashboards"
 GRAFANA_DIR = DASHBOARDS / "grafana"
 RULES_FILE = DASHBOARDS / "prometheus" / "otelstream.rules.yml"
 
-# --- what DESIGN §4 exposes, as series names ----------------------------------------------------------------
+# --- what docs/telemetry.md exposes, as series names ----------------------------------------------------------------
 HISTOGRAMS = (
     names.PROM_OPERATION_DURATION,
     names.PROM_TOKEN_USAGE,
     names.PROM_TIME_TO_FIRST_CHUNK,
     names.PROM_TIME_PER_OUTPUT_CHUNK,
     names.PROM_TIME_TO_FIRST_EVENT,
-    names.PROM_TIME_TO_FIRST_OUTPUT,
     names.PROM_MAX_WAIT,
 )
 COUNTERS = (names.PROM_STREAMS, names.PROM_SEQUENCE_ANOMALIES, names.PROM_ANOMALIES, names.PROM_REPORTS_DROPPED)
 GAUGES = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED, names.PROM_RATELIMIT_REMAINING,
-          names.PROM_RATELIMIT_LIMIT, names.PROM_SELF_CHECK_FAILURES)
+          names.PROM_RATELIMIT_LIMIT)
 SERIES = frozenset(
     [f"{h}{suffix}" for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")]
     + [f"{c}_total" for c in COUNTERS]
@@ -53,7 +52,6 @@ LABELS = frozenset(
         names.LABEL_OUTCOME,
         names.LABEL_KIND,
         names.LABEL_ERROR_TYPE,
-        names.LABEL_PHASE,
         "le",
         "job",
         "instance",

@@ -1,4 +1,4 @@
-"""``otelstream doctor``: the fault matrix through the installed SDKs (DESIGN §5). Every cell holds on this stack;
+"""``otelstream doctor``: the fault matrix through the installed SDKs. Every cell holds on this stack;
 the CLI's exit codes and JSON shape; a difference in any measure is named; the doctor's streams stay out of the
 application's spans and series, and the patches are left as the doctor found them.
 
@@ -26,7 +26,7 @@ from tests.support.paths import REPO
 CELLS = runner.cells()
 MEASURES = {"outcome", "error_class", "abandoned_reason", "ttfd", "events", "deltas", "keepalives", "usage",
             "sequence_gaps", "done_sentinel", "anomalies", "unobserved"}  # fmt: skip
-# DESIGN §2 counts SSE comment lines as keepalives live too; the SDK adapters do not count them yet (issue 28)
+# docs/telemetry.md counts SSE comment lines as keepalives live too; the SDK adapters do not count them yet (issue 28)
 COMMENTS_UNCOUNTED = "keepalives"
 
 

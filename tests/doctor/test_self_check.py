@@ -1,4 +1,4 @@
-"""The runtime self-check (DESIGN §5): after ``instrument()`` the doctor's small matrix runs once in a background
+"""The runtime self-check: after ``instrument()`` the doctor's small matrix runs once in a background
 thread through the SDKs the process imported. On a healthy stack the gauge reads 0 and nothing is logged; its streams
 never reach the application's spans or series; it leaves no thread; ``OTELSTREAM_SELF_CHECK=false`` turns it off
 (the argument wins over the environment); a forked child does not inherit a run half done.

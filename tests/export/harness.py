@@ -36,7 +36,7 @@ class Clock:
 
 
 class FakeTracker:
-    """The attributes the export side reads from a tracker (DESIGN §6), nothing more."""
+    """The attributes the export side reads from a tracker, nothing more."""
 
     def __init__(self, start: StreamStart, clock: Clock) -> None:
         self.start = start

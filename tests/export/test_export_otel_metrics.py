@@ -92,7 +92,7 @@ def test_parity_with_prometheus_metric_reader(
     feed_attributed(otel, clock)
 
     a, b = series(native_reg), series(otel_reg)
-    # the common labels of DESIGN §4, and the named attributes, capped (cap 3: true, acme, globex; then _OTHER)
+    # the common labels of docs/telemetry.md, and the named attributes, capped (cap 3: true, acme, globex; then _OTHER)
     streams = [dict(labels) for name, labels in a if name == "otelstream_streams_total"]
     assert {"server_address": "127.0.0.1", "server_port": "8080", "gen_ai_response_model": "gpt-test-2025"}.items() \
         <= streams[0].items()

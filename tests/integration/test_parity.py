@@ -1,4 +1,4 @@
-"""Live/offline parity (DESIGN §2, "the live path and check agree"): every capture of a supported surface in
+"""Live/offline parity ("the live path and check agree"): every capture of a supported surface in
 ``../shared/captures``, fed through the real SDK over ``httpx2.MockTransport`` with otelstream on, gives the same
 report as ``otelstream check --json`` on the same file — outcome, events, deltas, usage, finish reasons, error type
 and class, failure phase, the first output's event index, ``[DONE]``, sequence, response id and model — except where

@@ -1,4 +1,4 @@
-"""Whose time is whose (DESIGN §2): a wait is the server's, from the pull to when the SSE frame is decoded; the SDK's
+"""Whose time is whose: a wait is the server's, from the pull to when the SSE frame is decoded; the SDK's
 own work on an event (JSON, model building) is not wait; the gap between the stream being handed to the caller and
 its first pull is the caller's, consumer time. Real clients against a scripted server on 127.0.0.1 that sends every
 event at once, so any long wait would be a misattribution."""

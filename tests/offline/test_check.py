@@ -17,7 +17,7 @@ from otelstream import names, offline
 from otelstream.examples import paths as example_paths
 from tests.support.paths import FIXTURES
 
-# DESIGN §3: exactly these keys (extra keys allowed)
+# docs/api.md: exactly these keys (extra keys allowed)
 DESIGN_KEYS = {"file", "surface", "provider", "outcome", "finish_reasons", "error_type", "error_class", "events",
                "deltas",
                "keepalives", "done_sentinel", "sequence", "usage", "response_id", "response_model",

@@ -125,7 +125,7 @@ def mutations(body: bytes, rng: random.Random, count: int) -> Iterator[tuple[str
 
 
 def assert_valid_report(r: StreamReport, *, offline: bool = False) -> None:
-    """A report that honours DESIGN §2: one outcome of the closed set and bounded, consistent fields."""
+    """A report that honours docs/telemetry.md: one outcome of the closed set and bounded, consistent fields."""
     allowed = OFFLINE_OUTCOMES if offline else frozenset(names.OUTCOMES)
     assert r.outcome in allowed, r.outcome
     assert r.surface in names.SURFACES

@@ -3,7 +3,7 @@
 The tracker runs on the caller's thread inside the SDK's generator, so an exception from it would break the
 application's stream. These tests feed it what no well-behaved server sends (hypothesis-generated events with wrong
 types in every field, NaN/inf usage, huge and negative sequence numbers, deep nesting, 100 000 events) and check the
-invariants of DESIGN §2: nothing raises, exactly one report per stream, an outcome from the closed set, bounded
+invariants of docs/telemetry.md: nothing raises, exactly one report per stream, an outcome from the closed set, bounded
 memory.
 """
 

@@ -32,7 +32,7 @@ from tests.support.surfaces import SSE_SURFACES
 # Outcomes a stream can end in when the caller read it to the end (no close, no cancellation).
 READ_TO_END = frozenset({names.COMPLETED, names.INCOMPLETE, names.FAILED, names.ERROR, names.CUT})
 # When the SDK raised: the error's own outcome, or the terminal outcome already reached (an error after the answer
-# was complete, e.g. garbage after `finish_reason`, leaves it unchanged, DESIGN §2) — never `cut` (that is a clean EOF).
+# was complete, e.g. garbage after `finish_reason`, leaves it unchanged, docs/telemetry.md) — never `cut` (that is a clean EOF).
 RAISED = frozenset({names.ERROR, names.TRANSPORT_ERROR, names.COMPLETED, names.INCOMPLETE, names.FAILED})
 
 Case = tuple[str, str, bytes, int]  # surface, description, body, chunking seed
@@ -174,7 +174,7 @@ def test_many_tiny_events_through_the_sdk() -> None:
     (span,) = spans
     attrs = span.attributes or {}
     assert attrs[names.ATTR_EVENTS] == n and attrs[names.ATTR_DELTAS] == n
-    # no finish_reason ever came, but [DONE] is the server's explicit end (DESIGN §2)
+    # no finish_reason ever came, but [DONE] is the server's explicit end
     assert outcome_of(span) == names.COMPLETED
     assert names.ANOM_MISSING_FINISH_REASON in {(e.attributes or {}).get(names.ATTR_ANOMALY_KIND) for e in span.events}
     FIGURES["SDK: tiny events in one stream"] = n

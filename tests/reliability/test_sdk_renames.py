@@ -187,7 +187,7 @@ def _assert_not_observed(inst: Instrumented) -> None:
     assert inst.streams_total() == 0
 
 
-# `otelstream doctor` on the renamed release (DESIGN §5): exit 1, the patch point named, the cells of the streams it
+# `otelstream doctor` on the renamed release: exit 1, the patch point named, the cells of the streams it
 # serves not holding. Comment keepalives are not counted live yet (issue 28): those cells differ on every release.
 DOCTOR_UNCOUNTED = "keepalives"
 OPENAI_SEND_POINTS = ("openai._base_client.SyncAPIClient._send_request", "openai._client.OpenAI._send_request")

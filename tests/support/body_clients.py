@@ -32,7 +32,7 @@ def surface_of(path: Path) -> str | None:
         return names.COMPLETIONS
     if "messages" in parts or name.startswith("messages-"):
         return names.MESSAGES
-    return None  # anthropic/complete is out of scope (DESIGN §1)
+    return None  # anthropic/complete is out of scope
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Application attributes (DESIGN §5) through the real SDKs and the fake provider: ``otelstream.attributes()`` reaches
+"""Application attributes through the real SDKs and the fake provider: ``otelstream.attributes()`` reaches
 exactly the streams started inside its block (sync, asyncio tasks, threads, WebSocket responses), inner blocks win,
 baggage keys named in ``baggage_attributes`` are copied, and only the keys named in ``metric_attributes`` become
 metric labels, capped, on the native and the OTel path alike."""

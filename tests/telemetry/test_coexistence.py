@@ -1,4 +1,4 @@
-"""Coexistence with Anthropic's built-in tracing and with HTTPX2ClientInstrumentor (DESIGN §4, research §3 and §7):
+"""Coexistence with Anthropic's built-in tracing and with HTTPX2ClientInstrumentor (research §3 and §7):
 exactly one GenAI CLIENT span per call, otelstream's span nested correctly, tokens counted once, a well-formed trace.
 
 Anthropic's tracing is switched on per client (``open_telemetry={"tracer_provider": …}``, the SDK's own option) with

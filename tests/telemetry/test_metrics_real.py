@@ -98,7 +98,7 @@ def test_openmetrics_exposition_parses_with_exemplars(tel: Telemetry, provider: 
 
 @pytest.mark.parametrize("surface", SSE_SURFACES)
 def test_http_error_request_id(tel: Telemetry, provider: FakeProvider, surface: str) -> None:
-    """DESIGN §2: the request id header is kept; an HTTP 500 answer carries one (x-request-id / request-id)."""
+    """docs/telemetry.md: the request id header is kept; an HTTP 500 answer carries one (x-request-id / request-id)."""
     client = client_for(provider, surface)
     try:
         consume_sync(client, surface, names.HTTP_ERROR, tel.tracer)

@@ -1,4 +1,4 @@
-"""The report in the application's hands (DESIGN §5): ``otelstream.report_of(stream)`` on the SDK's own stream
+"""The report in the application's hands: ``otelstream.report_of(stream)`` on the SDK's own stream
 objects, and ``on_report`` callbacks that see each report once and can neither break nor stall anything."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 OTHER = 0
 DELTA = 1  # a delta of output the user waits for: text, refusal, tool arguments, audio, citations
 KEEPALIVE = 2
-REASONING = 3  # a delta of reasoning (thinking): a delta, but not yet the answer (DESIGN §2, TTFO)
+REASONING = 3  # a delta of reasoning (thinking): a delta, but not yet the answer (TTFO)
 
 EMPTY: dict[str, Any] = {}  # the fields of something that has none
 

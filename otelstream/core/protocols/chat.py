@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 _ERROR_REASONS = frozenset(names.ERROR_FINISH_REASONS)
-# DESIGN §2: an aborted generation is the server's failure; recorded as the type of the error it stands for
+# docs/telemetry.md: an aborted generation is the server's failure; recorded as the type of the error it stands for
 _ABORT_TYPE = names.EC_SERVER_ERROR
 _PART_KEYS = ("text", "thinking", "reasoning")
 _REASONING_PARTS = frozenset({"thinking", "reasoning"})
@@ -96,7 +96,7 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
     if name == "ping":
         return KEEPALIVE
     if t.response_id is None or t.response_model is None:
-        # the first non-empty values (DESIGN §2): Azure's first chunk (prompt_filter_results) has id and model ""
+        # the first non-empty values: Azure's first chunk (prompt_filter_results) has id and model ""
         rid = d.get("id")
         if isinstance(rid, str) and rid and t.response_id is None:
             t.response_id = rid[:128]

@@ -67,7 +67,7 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: str | None, ev: ob
         return KEEPALIVE
     if typ == "message_start":
         message = fields(d.get("message"))
-        # the first non-empty values (DESIGN §2): a second message_start does not rename the response
+        # the first non-empty values: a second message_start does not rename the response
         rid = message.get("id")
         if isinstance(rid, str) and rid and t.response_id is None:
             t.response_id = rid[:128]

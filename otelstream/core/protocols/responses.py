@@ -194,7 +194,7 @@ def _response(t: StreamState, response: object) -> None:
     r = fields(response)
     if not r:
         return
-    # the first non-empty values (DESIGN §2)
+    # the first non-empty values
     rid = r.get("id")
     if isinstance(rid, str) and rid and t.response_id is None:
         t.response_id = rid[:128]

@@ -1,4 +1,4 @@
-"""Every place otelstream reads or writes another library's private state, and nothing else (DESIGN §6).
+"""Every place otelstream reads or writes another library's private state, and nothing else.
 
 They exist because the public APIs have no weighted histogram add and cost tens of thousands of instructions per
 record on the export thread; each one is used only after a run-once self-check (``selfcheck.SelfCheck``) has shown,

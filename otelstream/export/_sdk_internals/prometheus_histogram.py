@@ -1,7 +1,7 @@
 """Observations written straight into a prometheus_client histogram child's bucket and sum values.
 
 ``Histogram.observe`` scans the bounds linearly and validates the exemplar on every call, and there is no weighted
-observe: time per output chunk arrives as per-bucket counts (DESIGN §2), which through the public API would be one
+observe: time per output chunk arrives as per-bucket counts, which through the public API would be one
 ``observe()`` per chunk. ``parts()`` hands out a child's bounds, bucket values and sum value; ``observe`` and
 ``add_buckets`` write into them what ``observe()`` would have written.
 
@@ -27,7 +27,7 @@ Merge = Iterable[tuple[int, int, float, float]]  # (bucket index, count, exact s
 
 
 class NoCreated:
-    """Mixin: no ``_created`` sample (the OTel Prometheus exporter makes none, and DESIGN §4's series are the same
+    """Mixin: no ``_created`` sample (the OTel Prometheus exporter makes none, and docs/telemetry.md's series are the same
     either way). Per family: prometheus_client's own switch is process-wide and would change the application's
     metrics too. Should a release stop calling ``_child_samples`` the sample reappears, nothing breaks."""
 
