@@ -86,6 +86,8 @@ PY
     *) tests=(tests/adapters tests/reliability/test_http_reshapes.py) ;;
   esac
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
+  # what the README asks users to run after an upgrade: the fault matrix on this row's SDK and HTTP releases
+  "$venv/bin/otelstream" doctor
   summary+=("$name (openai $oa, anthropic $an, $what, HTTP $http): $((SECONDS - start)) s")
 done
 printf 'sdk-matrix: %s\n' "${summary[@]}"
