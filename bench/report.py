@@ -14,7 +14,7 @@ BUDGET_CALLER = 300_000  # of the fixed part, on the caller's thread
 BUDGET_PEER_RATIO = 2.0  # the best peer's added instructions / ours, 200-event stream
 BUDGET_OPEN = 2048  # bytes per open stream, tracing off
 NAMES = {"otelstream-default": "default (spans + Prometheus)", "otelstream": "all sinks"}
-HTTP_CELLS = ("`http-chat` and `http-messages` are the HTTP-level observer's cells (`adapters/http_streams.py`: the "
+HTTP_CELLS = ("`http-chat` and `http-messages` are the HTTP-level observer's cells (`adapters/http/streams.py`: the "
               "streams no SDK adapter sees, e.g. litellm's own providers): a plain client, sync and async, of the "
               "HTTP library the set's openai reads with (in parentheses), streams the same Chat and Messages bodies "
               "from its MockTransport, and the caller reads them with `iter_lines()`, parsing every `data:` payload "

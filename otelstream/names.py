@@ -16,7 +16,7 @@ COMPLETIONS: Final = "completions"
 MESSAGES: Final = "messages"
 SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
 
-# the HTTP-level observer (adapters/http_streams.py): request path endings per surface, after any prefix a gateway
+# the HTTP-level observer (adapters/http/streams.py): request path endings per surface, after any prefix a gateway
 # adds ('/v1/chat/completions', '/openai/deployments/x/chat/completions'); first match wins
 HTTP_STREAM_PATHS: Final = (
     ("/chat/completions", CHAT_COMPLETIONS),

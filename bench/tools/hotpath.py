@@ -135,9 +135,9 @@ def _http_loops(what: str, n: int):
     what the wrapper adds per chunk, a clock read, the SSE split, the delta check or json.loads, ``tracker.event``."""
     import json
 
-    from otelstream.adapters import http_body
     from otelstream.adapters.calls import Call
-    from otelstream.adapters.http_decoding import Observed
+    from otelstream.adapters.http import body as http_body
+    from otelstream.adapters.http.decoding import Observed
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
 

@@ -3,10 +3,11 @@
 They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules: ``calls``
 (the per-call state, its begin and its one end, the watch on the caller's object), ``request`` (the wrappers of the
 SDKs' request entry, the stamp at the client's send, what requests and answers say), ``observing`` (the generators
-around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``openai_sse``, ``anthropic_sse``,
-``openai_ws`` (Responses WebSocket mode, with ``openai_ws_connection``, ``openai_ws_sends`` and
-``openai_ws_receives``), ``http_streams`` (the streams no SDK adapter sees, at the ``httpx`` / ``httpx2`` client,
-with ``http_body`` and ``http_decoding``), ``_patch`` (apply/undo in any import order; the patch scopes and the
+around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``body_kinds`` (our body
+wrappers' subclasses of the client library's byte-stream kinds); then one package per library adapted: ``openai``
+(``sse``; Responses WebSocket mode: ``websocket``, ``ws_connection``, ``ws_sends``, ``ws_receives``), ``anthropic``
+(``sse``) and ``http`` (the streams no SDK adapter sees, at the ``httpx`` / ``httpx2`` client: ``streams``, ``body``,
+``decoding``); ``_patch`` (apply/undo in any import order; the patch scopes and the
 measures they feed) and ``inventory`` (everything taken from other libraries' internals, in one place).
 """
 
@@ -27,8 +28,8 @@ def install(
     """Route every observed stream to ``listener`` and apply the patches (now, or when each SDK is imported).
     ``baggage_attributes``: the OTel baggage keys each stream copies as application attributes. ``http_streams``:
     also observe the streams no SDK adapter sees, at the HTTP client."""
-    from otelstream.adapters import http_streams as http
     from otelstream.adapters.calls import RUNTIME
+    from otelstream.adapters.http import streams as http
     from otelstream.attribution import valid_keys
 
     http.STATE.enabled = http_streams

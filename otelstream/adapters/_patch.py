@@ -41,7 +41,7 @@ Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 # Scopes: which streams a patch point serves (the SDK, sync or async, and openai's resume helper)
 OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async", "openai.resume", "openai.websocket"
 ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
-HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http_streams.py)
+HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http/streams.py)
 _SCOPE_TEXT = {
     OPENAI: "openai sync streams",
     OPENAI_ASYNC: "openai async streams",
@@ -54,7 +54,7 @@ _SCOPE_TEXT = {
 }
 NOTHING_UNOBSERVED: frozenset[str] = frozenset()
 
-# The clients' send is patched by http_streams, whose wrapper hands an SDK adapter's calls to request.http_send.
+# The clients' send is patched by http.streams, whose wrapper hands an SDK adapter's calls to request.http_send.
 # Without that patch point t_request is the SDK send hook's time, which for anthropic includes preparing (signing, a
 # Vertex token refresh) the request.
 T_REQUEST_MEASURES = (names.MEASURE_TIME_TO_FIRST_EVENT, names.MEASURE_TIME_TO_FIRST_DELTA, names.MEASURE_DURATION)

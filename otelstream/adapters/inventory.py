@@ -58,13 +58,13 @@ def _sse_fields(module: ModuleType) -> bool:
 
 def _lazy_iterator(module: ModuleType) -> bool:
     """anthropic builds a Stream's generator lazily, in a cached ``_iterator``: a late bind sets it (see
-    ``anthropic_sse._late_bind``)."""
+    ``anthropic.sse._late_bind``)."""
     from functools import cached_property
 
     return isinstance(module.Stream.__dict__.get("_iterator"), cached_property)
 
 
-# checked on the live object where it is used (an instance attribute): ``openai_sse._late_bind``
+# checked on the live object where it is used (an instance attribute): ``openai.sse._late_bind``
 OPENAI_STREAM_ITERATOR = Fact(
     "openai._streaming", "Stream._iterator", ATTRIBUTE, None, (names.MEASURE_STREAM,), _OPENAI
 )
@@ -130,7 +130,10 @@ CANARY = "tests/reliability/test_inventory.py"
 def patches() -> list[Patch]:
     """Every patch point the adapters apply."""
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
-    from otelstream.adapters import anthropic_sse, http_streams, openai_sse, openai_ws
+    from otelstream.adapters.anthropic import sse as anthropic_sse
+    from otelstream.adapters.http import streams as http_streams
+    from otelstream.adapters.openai import sse as openai_sse
+    from otelstream.adapters.openai import websocket as openai_ws
 
     return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
 

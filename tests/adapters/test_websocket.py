@@ -236,8 +236,8 @@ def test_ws_create_queued_on_the_manager_before_the_connection(rec: RecordingLis
 def test_ws_a_new_stream_id_per_response_holds_a_bounded_number_of_lanes(rec: RecordingListener, ws_url: str) -> None:
     """A long-lived connection that names a new lane for every response: finished lanes are let go beyond a few
     dozen (each held ≈1 KB, and every pull walked them all)."""
-    from otelstream.adapters import openai_ws_receives
     from otelstream.adapters.calls import KEY
+    from otelstream.adapters.openai import ws_receives as openai_ws_receives
 
     with _client(ws_url).responses.connect() as conn:
         for i in range(80):

@@ -21,7 +21,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelstream import adapters, names, offline
-from otelstream.adapters.http_decoding import Observed, inflater
+from otelstream.adapters.http.decoding import Observed, inflater
 from otelstream.export import Pipeline
 from tests.support import bodies
 from tests.support.recording import RecordingListener

@@ -8,7 +8,7 @@ from typing import Any
 
 from otelstream import _guard
 from otelstream.adapters.calls import KEY, RUNTIME, finish
-from otelstream.adapters.openai_ws_connection import Ws, created, ws_of
+from otelstream.adapters.openai.ws_connection import Ws, created, ws_of
 
 _NOT_A_START = ("response.steer.accepted", "response.steer.pending", "response.steer.failed")
 # close codes the SDK reconnects after (openai/types/websocket_reconnection.py: is_recoverable_close)

@@ -19,8 +19,8 @@ Patch points (the same in ``httpx`` 0.18+ and ``httpx2``):
   ``send`` reads it (``send(stream=False)`` reads the whole body inside ``send``). Without this patch point (another
   client release) the body is wrapped when ``send`` returns, or, when ``send`` read it already, fed at once.
 
-The answer's body is observed by ``http_body`` (the wrapper of its byte stream, how the stream ends) and
-``http_decoding`` (its bytes to events).
+The answer's body is observed by ``body`` (the wrapper of its byte stream, how the stream ends) and
+``decoding`` (its bytes to events).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from otelstream.adapters._patch import (
 )
 from otelstream.adapters.calls import CURRENT, KEY, OBSERVED, RUNTIME, begin_call, finish
 from otelstream.adapters.ending import is_cancel
-from otelstream.adapters.http_body import attach, is_sse, read_already, status_ok
-from otelstream.adapters.http_decoding import Observed
+from otelstream.adapters.http.body import attach, is_sse, read_already, status_ok
+from otelstream.adapters.http.decoding import Observed
 from otelstream.adapters.request import header, http_send, ratelimits_of, server_of
 from otelstream.core.report import StreamStart
 

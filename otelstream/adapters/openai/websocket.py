@@ -17,7 +17,7 @@ Patch points (openai 3.57, ``site-packages/openai``):
 - ``send`` on the two connection classes and ``WebSocketConnectionBase.send_raw`` / async twin
   (``_websocket_connection.py:246``, ``:474``): ``response.create`` time, lane and model. From 3.42 ``send`` calls
   ``send_raw`` explicitly on the base class; 3.32-3.41 write to the socket from ``send`` itself. The outermost of the
-  two registers the create (``openai_ws_sends._SENDING``), so each message is seen once on every release.
+  two registers the create (``ws_sends._SENDING``), so each message is seen once on every release.
 - ``ResponsesWebSocketLane.send`` / ``AsyncResponsesWebSocketLane.send`` (``lib/responses_websocket/_session.py:347``,
   ``:535``): lanes write straight to the socket (``:362``), bypassing ``send_raw``.
 - ``close`` (``_websocket_connection.py:281``, ``:505``): the caller's close abandons open responses.
@@ -29,14 +29,14 @@ Patch points (openai 3.57, ``site-packages/openai``):
 Releases before 3.32 have no ``openai._websocket_connection``: that missing patch module leaves their WebSocket mode
 unobserved (one WARNING; no connection span, no report), rather than half observed.
 
-The state per connection and its span are kept by ``openai_ws_connection``; the creates are seen at the sends by
-``openai_ws_sends``, the events and the socket's end at the receives by ``openai_ws_receives``.
+The state per connection and its span are kept by ``ws_connection``; the creates are seen at the sends by
+``ws_sends``, the events and the socket's end at the receives by ``ws_receives``.
 """
 
 from __future__ import annotations
 
 from otelstream.adapters._patch import LIFECYCLE_MEASURES, Patch, Wrapper
-from otelstream.adapters.openai_ws_connection import (
+from otelstream.adapters.openai.ws_connection import (
     WS_SCOPES,
     close_async,
     close_sync,
@@ -44,8 +44,8 @@ from otelstream.adapters.openai_ws_connection import (
     reconnect_async,
     reconnect_sync,
 )
-from otelstream.adapters.openai_ws_receives import parse_event, recv_bytes_async, recv_bytes_sync
-from otelstream.adapters.openai_ws_sends import (
+from otelstream.adapters.openai.ws_receives import parse_event, recv_bytes_async, recv_bytes_sync
+from otelstream.adapters.openai.ws_sends import (
     lane_send_async,
     lane_send_sync,
     manager_aenter,

@@ -1,5 +1,5 @@
 """The HTTP-level observer's wrapper of a 2xx answer's byte stream: it hands the caller every chunk exactly as the
-transport produced it, after feeding it to the stream's ``Observed`` (``http_decoding``). Ends: EOF (judged by the
+transport produced it, after feeding it to the stream's ``Observed`` (``decoding``). Ends: EOF (judged by the
 protocol), an exception during a pull (``transport_error``, a cancellation ``abandoned``/cancel), the response closed
 before the end (``abandoned``/close: the caller's ``close()``, a context exit, a ``break`` out of httpx2's
 iterators), the response collected unclosed (``abandoned``/gc, ``calls.watch``), the idle fallback."""
@@ -13,7 +13,7 @@ from otelstream import _guard, names
 from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import finish, watch
 from otelstream.adapters.ending import is_cancel
-from otelstream.adapters.http_decoding import Observed, inflater
+from otelstream.adapters.http.decoding import Observed, inflater
 from otelstream.adapters.request import header
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from otelstream import _guard, attribution
 from otelstream.adapters._patch import Wrapper
 from otelstream.adapters.calls import KEY, RUNTIME, Call
-from otelstream.adapters.openai_ws_connection import Ws, created, withdrawn, ws_of
+from otelstream.adapters.openai.ws_connection import Ws, created, withdrawn, ws_of
 
 
 def _create_payload(data: Any) -> dict[str, Any] | None:
