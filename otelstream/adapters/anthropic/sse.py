@@ -5,7 +5,7 @@ Patch points (file:line refs are anthropic 2.14, ``site-packages/anthropic``):
 
 - ``SyncAPIClient._request`` / ``AsyncAPIClient._request`` (``_base_client.py:1256``, async twin): the call. It runs
   *inside* the SDK's own call span (``request()`` makes it current at ``:1250``), so the span we start there nests
-  under it (DESIGN §4: the SDK keeps the one CLIENT span, ours is an INTERNAL child). anthropic 1.x has no call span
+  under it (the SDK keeps the one CLIENT span, ours is an INTERNAL child). anthropic 1.x has no call span
   and no ``_request``: its ``request()`` (the retry loop itself) is patched instead. Bedrock rewrites the URL later,
   in ``_attempt_request`` → ``_prepare_options``, so the surface is still ``/v1/messages`` here.
 - ``_attempt_request`` (``_base_client.py:1418``, async ``:2208``): one HTTP attempt; retries, and ``t_request``,
@@ -69,7 +69,7 @@ def _provider(client: Any, host: str | None) -> str:
 
 
 def _start(client: Any, options: Any) -> StreamStart | None:
-    # /v1/messages (beta: /v1/messages?beta=true); legacy /v1/complete is out of scope (DESIGN §1)
+    # /v1/messages (beta: /v1/messages?beta=true); legacy /v1/complete is out of scope
     if not path_of(getattr(options, "url", None)).endswith("/v1/messages"):
         return None
     body = getattr(options, "json_data", None)
@@ -97,7 +97,7 @@ _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | 
 
 
 def classify(exc: BaseException) -> tuple[str, str | None]:
-    """DESIGN §2: an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200
+    """docs/telemetry.md: an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200
     (``_streaming.py:99-112``) → error; APIConnectionError → transport_error; raw httpx2 transport errors, which
     anthropic does not wrap mid-stream, → transport_error (``classify_common``)."""
     global _errors

@@ -154,7 +154,7 @@ _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | 
 
 
 def classify(exc: BaseException) -> tuple[str, str | None]:
-    """DESIGN §2: APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band
+    """docs/telemetry.md: APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band
     ``{"error": …}`` raised as APIError, ``_streaming.py:95-108``) → error; the rest per ``classify_common``."""
     global _errors
     if _errors is None:
