@@ -82,3 +82,21 @@ def test_the_defaults_write_exactly_the_shipped_rules(tmp_path: Path) -> None:
 def test_a_bad_objective_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dashboards", str(tmp_path / "out"), "--slo-objective", "1"]) == 2
     assert "slo_objective" in capsys.readouterr().err
+
+
+def test_the_kubernetes_doc_examples_are_consistent() -> None:
+    """docs/kubernetes.md's YAML parses; its Service matches what the ServiceMonitor selects; the Collector
+    pipelines use only the receivers and exporters it defines."""
+    from tests.support.paths import REPO
+
+    text = (REPO / "docs" / "kubernetes.md").read_text(encoding="utf-8")
+    blocks = [b for b in text.split("```yaml\n")[1:]]
+    docs = [d for block in blocks for d in yaml.safe_load_all(block.split("```", 1)[0]) if d]
+    service = next(d for d in docs if d.get("kind") == "Service")
+    assert service["metadata"]["labels"] == {dashboards.K8S_SCRAPE_LABEL: "true"}
+    assert "metrics" in {p["name"] for p in service["spec"]["ports"]}
+    collector = next(d for d in docs if "receivers" in d and "service" in d)
+    for pipeline in collector["service"]["pipelines"].values():
+        assert set(pipeline["receivers"]) <= set(collector["receivers"])
+        assert set(pipeline["exporters"]) <= set(collector["exporters"])
+    assert "otlp" in collector["receivers"] and collector["service"]["pipelines"]["metrics"]["exporters"]

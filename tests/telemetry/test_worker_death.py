@@ -104,7 +104,7 @@ def _wait_for(port: int, ok: object, timeout: float) -> dict[tuple[str, str], fl
 def _command(kind: str, app_port: int) -> list[str]:
     bindir = Path(sys.executable).parent
     if kind == "gunicorn":
-        return [str(bindir / "gunicorn"), "-w", "4", "-k", "uvicorn.workers.UvicornWorker", "-b",
+        return [str(bindir / "gunicorn"), "-w", "4", "-k", "uvicorn_worker.UvicornWorker", "-b",
                 f"127.0.0.1:{app_port}", "--graceful-timeout", "1", "app:app"]  # fmt: skip
     return [str(bindir / "uvicorn"), "--workers", "2", "--host", "127.0.0.1", "--port", str(app_port),
             "--timeout-graceful-shutdown", "1", "--log-level", "warning", "app:app"]  # fmt: skip
