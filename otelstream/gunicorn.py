@@ -1,6 +1,6 @@
 """Ready-made gunicorn server hooks: prometheus_client's standard multiprocess practice, for those who want it.
 
-otelstream does not need them (its live gauges drop an exited worker within seconds on their own, docs/telemetry.md), but
+otelstream does not need them (its live gauges drop an exited worker within seconds on their own), but
 ``child_exit`` makes that immediate, and for the application's own ``livesum``/``liveall`` gauges too. In
 ``gunicorn.conf.py``::
 

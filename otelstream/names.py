@@ -62,14 +62,14 @@ BAD_OUTCOMES: Final = (FAILED, ERROR, CUT, TRANSPORT_ERROR, HTTP_ERROR)
 # other servers "error"): outcome error, error_type the reason, class server_error
 ERROR_FINISH_REASONS: Final = ("abort", "error")
 
-# --- failure phases (a bad outcome's; span attribute otelstream.failure_phase, label `phase`, docs/telemetry.md) ---------
+# --- failure phases (a bad outcome's; span attribute otelstream.failure_phase, label `phase`) ---------
 # before_output: no delta reached the caller before the failure, so a retry is invisible to the end user;
 # during_output: the user saw part of an answer. http_error is always before_output; good outcomes have none.
 PHASE_BEFORE_OUTPUT: Final = "before_output"
 PHASE_DURING_OUTPUT: Final = "during_output"
 FAILURE_PHASES: Final = (PHASE_BEFORE_OUTPUT, PHASE_DURING_OUTPUT)
 
-# --- error classes (a closed set; the `error_type` metric label and otelstream.error_class, docs/telemetry.md) ----------
+# --- error classes (a closed set; the `error_type` metric label and otelstream.error_class) ----------
 # One per stream with a bad outcome, so a dashboard can tell rate limiting from an outage. Good outcomes have none.
 EC_RATE_LIMITED: Final = "rate_limited"
 EC_QUOTA_EXCEEDED: Final = "quota_exceeded"

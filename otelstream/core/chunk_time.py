@@ -1,5 +1,5 @@
 """Time per output chunk: the histogram buckets of the gaps between consecutive deltas, in integer nanoseconds
-(docs/telemetry.md ``gen_ai.client.operation.time_per_output_chunk``). The tracker counts gaps per bucket on its hot path;
+(``gen_ai.client.operation.time_per_output_chunk``). The tracker counts gaps per bucket on its hot path;
 the sums are derived once per stream (``spread_sums``). Pure module.
 """
 

@@ -110,7 +110,7 @@ def error_class(
     exc: BaseException | None,
     body: ErrorFields = NO_ERROR_FIELDS,
 ) -> str | None:
-    """docs/telemetry.md: None for a good outcome. Else, from what the provider said (``code``: the error type as recorded;
+    """None for a good outcome. Else, from what the provider said (``code``: the error type as recorded;
     ``body``: the code, type and status of the error body the stream carried; the exception's own), the first of its
     code, then its type, that the table lists (an unlisted code does not hide a listed type), and the HTTP status: the
     more specific of the two rows wins. Without either, a status inside the error body (or a status-like numeric

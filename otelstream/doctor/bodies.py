@@ -161,7 +161,7 @@ def _gaps(events: Sequence[Event]) -> int:
 
 
 def _usage(surface: str, events: Sequence[Event]) -> tuple[int | None, int | None]:
-    """The usage the server reported in ``events``, by docs/telemetry.md's rules (Anthropic input includes its cache reads
+    """The usage the server reported in ``events``, by the usage rules (Anthropic input includes its cache reads
     and writes; its message_delta usage is cumulative: assigned, never added)."""
     usage: tuple[int | None, int | None] = (None, None)
     for e in events:

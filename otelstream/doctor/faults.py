@@ -1,5 +1,5 @@
 """The doctor's fault catalogue: what each fault is (served by the mock server or done by the caller), where it
-applies, and what otelstream must report for it (docs/telemetry.md outcomes, error classes, abandonment reasons, anomalies).
+applies, and what otelstream must report for it (outcomes, error classes, abandonment reasons, anomalies).
 
 The counts a stream must show (events, deltas, keepalives, usage, sequence) follow from the body served and how far
 the caller read: ``bodies.expected_counts``. Pure module.

@@ -99,7 +99,7 @@ def _doc(family: str) -> str:
 
 
 class PromFamilies:
-    """Every family of docs/telemetry.md in one registry, plus the label caps shared by all pipelines on it. The label names
+    """Every documented family in one registry, plus the label caps shared by all pipelines on it. The label names
     (``schema``: which application attributes are labels) are fixed when the families are created."""
 
     def __init__(self, registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> None:

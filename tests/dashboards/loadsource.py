@@ -26,7 +26,7 @@ ALL_ALERTS = frozenset(
         "OtelstreamReportsDropped",
     }
 )
-# Set to 1 to run the end-to-end queries against the docs/telemetry.md stand-in instead of otelstream itself (for working
+# Set to 1 to run the end-to-end queries against the stand-in instead of otelstream itself (for working
 # on the dashboards without the SDKs); the test that insists on the instrumented path then xfails.
 STAND_IN_ENV = "OTELSTREAM_E2E_STAND_IN"
 

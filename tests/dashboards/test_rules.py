@@ -118,7 +118,7 @@ def test_bad_outcome_rule_lists_exactly_the_bad_outcomes() -> None:
 
 
 def test_class_rules_use_the_closed_error_classes() -> None:
-    """The rate-limited and outage shares split the error classes the way docs/telemetry.md names them, and never overlap."""
+    """The rate-limited and outage shares split the error classes the way the docs name them, and never overlap."""
     exprs = {r["record"]: r["expr"] for r in recording_rules()}
     limited = re.findall(r'error_type=~"([^"]+)"', exprs["otelstream:streams_rate_limited:ratio_rate5m"])
     outage = re.findall(r'error_type=~"([^"]+)"', exprs["otelstream:streams_outage:ratio_rate5m"])

@@ -79,7 +79,7 @@ def test_completed_stream_client_span(make_pipeline: Any, clock: Clock, span_exp
 def test_request_parameters_and_server_response_fields(
     make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
 ) -> None:
-    """docs/telemetry.md: the request parameters as the call passed them (choice.count only when it is not 1), the service
+    """The request parameters as the call passed them (choice.count only when it is not 1), the service
     tier and system fingerprint when the server sent them; none of them when absent."""
     p = make_pipeline()
     run_stream(

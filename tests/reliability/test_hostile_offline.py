@@ -1,7 +1,7 @@
 """Hostile bodies through the offline path (``otelstream check``): every truncation, byte-level mutants, random
 bytes, invalid UTF-8, a 10 MB event, 100 000 tiny events, deep nesting, absurd numbers.
 
-For every input ``analyse()`` either returns reports that honour docs/telemetry.md (an outcome an offline analysis can give,
+For every input ``analyse()`` either returns reports that honour the rules (an outcome an offline analysis can give,
 bounded fields) or raises ``CheckError`` with a one-line reason; nothing else escapes, and memory stays bounded.
 Bodies come from the real captures in ``../shared/captures`` (when present), the project's fixtures and the bundled
 examples.

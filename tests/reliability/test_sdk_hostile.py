@@ -32,7 +32,7 @@ from tests.support.surfaces import SSE_SURFACES
 # Outcomes a stream can end in when the caller read it to the end (no close, no cancellation).
 READ_TO_END = frozenset({names.COMPLETED, names.INCOMPLETE, names.FAILED, names.ERROR, names.CUT})
 # When the SDK raised: the error's own outcome, or the terminal outcome already reached (an error after the answer
-# was complete, e.g. garbage after `finish_reason`, leaves it unchanged, docs/telemetry.md) — never `cut` (that is a clean EOF).
+# was complete, e.g. garbage after `finish_reason`, leaves it unchanged) — never `cut` (that is a clean EOF).
 RAISED = frozenset({names.ERROR, names.TRANSPORT_ERROR, names.COMPLETED, names.INCOMPLETE, names.FAILED})
 
 Case = tuple[str, str, bytes, int]  # surface, description, body, chunking seed

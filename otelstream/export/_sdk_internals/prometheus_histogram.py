@@ -27,7 +27,7 @@ Merge = Iterable[tuple[int, int, float, float]]  # (bucket index, count, exact s
 
 
 class NoCreated:
-    """Mixin: no ``_created`` sample (the OTel Prometheus exporter makes none, and docs/telemetry.md's series are the same
+    """Mixin: no ``_created`` sample (the OTel Prometheus exporter makes none, and the documented series are the same
     either way). Per family: prometheus_client's own switch is process-wide and would change the application's
     metrics too. Should a release stop calling ``_child_samples`` the sample reappears, nothing breaks."""
 
