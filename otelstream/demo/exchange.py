@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from otelstream.demo.events import StreamSpec
+    from otelstream.demo.pacing import Pacing
 
 FAULT_HEADER: Final = "x-otelstream-fault"
 TTFD_HEADER: Final = "x-otelstream-ttfd"
@@ -72,3 +77,39 @@ def parse_int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+class Provider(Protocol):
+    """What both fronts ask of the provider that runs them (``provider.FakeProvider``): the fronts depend on this,
+    not on the provider module, which builds them."""
+
+    pacing: Pacing
+    seed: int
+    record: bool
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def new_record(
+        self, method: str, path: str, surface: str | None, fault: str, headers: Mapping[str, str], payload: Any
+    ) -> RequestRecord: ...
+
+    def ratelimit_headers(self, rec: RequestRecord, surface: str | None, refused: bool) -> dict[str, str]: ...
+
+    def choose_fault(self, asked: str | None, surface: str) -> tuple[str, str | None]: ...
+
+    def pacing_for(self, get: Any) -> Pacing: ...
+
+    def spec_for(
+        self,
+        rec: RequestRecord,
+        surface: str,
+        payload: Mapping[str, Any],
+        fault: str,
+        tokens: Any,
+        stream_id: str | None = None,
+    ) -> StreamSpec: ...
+
+    def remembered(self, response_id: str) -> StreamSpec | None: ...
+
+    def pause(self, seconds: float) -> bool: ...

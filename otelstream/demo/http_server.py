@@ -16,7 +16,7 @@ import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 from otelstream import names
@@ -27,14 +27,12 @@ from otelstream.demo.exchange import (
     FAULT_HEADER,
     REQUEST_HEADER,
     TOKENS_HEADER,
+    Provider,
     RequestRecord,
     drop_connection,
     parse_int,
 )
 from otelstream.demo.pacing import Pause, Reset, script
-
-if TYPE_CHECKING:
-    from otelstream.demo.provider import FakeProvider
 
 _SURFACE_BY_PATH: Final = {
     "/v1/responses": names.RESPONSES,
@@ -58,7 +56,7 @@ class FakeHTTPServer(ThreadingMixIn, HTTPServer):
     request_queue_size = 1024  # hundreds of clients connect at once at the start of a run
     allow_reuse_address = True
 
-    def __init__(self, addr: tuple[str, int], provider: FakeProvider) -> None:
+    def __init__(self, addr: tuple[str, int], provider: Provider) -> None:
         self.provider = provider
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()

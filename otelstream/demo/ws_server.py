@@ -17,13 +17,11 @@ from urllib.parse import urlsplit
 from otelstream import names
 from otelstream.demo.bodies import build_events
 from otelstream.demo.events import ERROR_EVENT, Event, encode_ws
-from otelstream.demo.exchange import RequestRecord, drop_connection
+from otelstream.demo.exchange import Provider, RequestRecord, drop_connection
 from otelstream.demo.pacing import Pause, Reset, script
 
 if TYPE_CHECKING:
     from websockets.sync.server import Server, ServerConnection
-
-    from otelstream.demo.provider import FakeProvider
 
 _WS_PATHS: Final = ("/v1/responses", "/responses")
 
@@ -31,7 +29,7 @@ _WS_PATHS: Final = ("/v1/responses", "/responses")
 class FakeWebSocketServer:
     """Serves on a daemon thread from construction until :meth:`close`."""
 
-    def __init__(self, provider: FakeProvider, host: str, port: int) -> None:
+    def __init__(self, provider: Provider, host: str, port: int) -> None:
         from websockets.sync.server import serve  # optional dependency: only when asked for
 
         self._provider = provider
