@@ -82,8 +82,9 @@ PY
   case "$what" in
     WHOLE) tests=(tests --ignore=tests/core --ignore=tests/offline --ignore=tests/export --ignore=tests/dashboards
                   --ignore=tests/reliability/test_hostile_core.py --ignore=tests/reliability/test_hostile_offline.py) ;;
-    FULL) tests=(tests/adapters tests/integration tests/reliability/test_http_reshapes.py) ;;
-    *) tests=(tests/adapters tests/reliability/test_http_reshapes.py) ;;
+    FULL) tests=(tests/adapters tests/integration tests/reliability/test_http_reshapes.py
+                 tests/reliability/test_inventory.py) ;;
+    *) tests=(tests/adapters tests/reliability/test_http_reshapes.py tests/reliability/test_inventory.py) ;;
   esac
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "${tests[@]}"
   # what the README asks users to run after an upgrade: the fault matrix on this row's SDK and HTTP releases
