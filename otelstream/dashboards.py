@@ -27,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from otelstream import names
+
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
 else:  # pragma: no cover - Python 3.10
@@ -37,6 +39,8 @@ _SUFFIXES = (".json", ".yml", ".yaml")
 # Every otelstream selector of the shipped dashboards starts with these matchers (the model test holds them to it);
 # ALERTS selectors use `"$instance|"` and are left alone: alerts carry no application attributes.
 _SCOPE = 'job=~"$job", instance=~"$instance"'
+# series of a process, not of its streams: they carry no application attribute, which a filter on one would hide
+_PROCESS_SERIES = (names.PROM_SELF_CHECK_FAILURES,)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,6 +154,8 @@ def with_attribute_variables(content: bytes, labels: list[str]) -> bytes:
     def panels(items: list[Any]) -> None:
         for panel in items:
             for target in panel.get("targets", []):
+                if any(series in target["expr"] for series in _PROCESS_SERIES):
+                    continue
                 target["expr"] = target["expr"].replace(_SCOPE + ",", scope + ",").replace(_SCOPE + "}", scope + "}")
             panels(panel.get("panels", []))
 

@@ -73,16 +73,22 @@ class DesignLoad:
         )
         with_surface = (*_COMMON, names.LABEL_SURFACE)
         self.streams = Counter(
-            names.PROM_STREAMS, "s", (*with_surface, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE), registry=r
+            names.PROM_STREAMS, "s", (*with_surface, names.LABEL_OUTCOME, names.LABEL_ERROR_TYPE, names.LABEL_PHASE),
+            registry=r,
         )
         self.ttfe = Histogram(
             names.PROM_TIME_TO_FIRST_EVENT, "e", with_surface, registry=r, buckets=names.DURATION_BUCKETS
+        )
+        self.ttfo = Histogram(
+            names.PROM_TIME_TO_FIRST_OUTPUT, "a", with_surface, registry=r, buckets=names.TTFD_BUCKETS
         )
         self.max_wait = Histogram(names.PROM_MAX_WAIT, "w", with_surface, registry=r, buckets=names.DURATION_BUCKETS)
         self.seq = Counter(names.PROM_SEQUENCE_ANOMALIES, "q", (*with_surface, names.LABEL_KIND), registry=r)
         self.anom = Counter(names.PROM_ANOMALIES, "a", (*with_surface, names.LABEL_KIND), registry=r)
         self.active = Gauge(names.PROM_STREAMS_ACTIVE, "o", with_surface, registry=r)
         self.stalled = Gauge(names.PROM_STREAMS_STALLED, "l", with_surface, registry=r)
+        # the runtime self-check ran once and every cell held
+        Gauge(names.PROM_SELF_CHECK_FAILURES, "k", registry=r).set(0)
 
     def serve(self) -> int:
         """Start the metrics endpoint on a free 127.0.0.1 port and the load thread; returns the port."""
@@ -113,12 +119,18 @@ class DesignLoad:
         common = (provider, names.OPERATION_BY_SURFACE[surface], model)
         outcome = rng.choices(list(_OUTCOMES), weights=list(_OUTCOMES.values()))[0]
         error_class = _CLASS.get(outcome, "")
-        self.streams.labels(*common, surface, outcome, error_class).inc()
+        phase = ""  # a bad outcome's: an http_error never had output, the others broke before or during it
+        if error_class:
+            phase = names.PHASE_BEFORE_OUTPUT if outcome == names.HTTP_ERROR else rng.choice(names.FAILURE_PHASES)
+        self.streams.labels(*common, surface, outcome, error_class, phase).inc()
         self.duration.labels(*common, error_class).observe(rng.uniform(0.5, 12.0))
         if outcome != names.HTTP_ERROR:
             self.ttfe.labels(*common, surface).observe(rng.uniform(0.05, 0.6))
             # every fifth first delta is slower than the 2.56 s SLO boundary
-            self.ttfd.labels(*common).observe(rng.uniform(3.0, 4.0) if rng.random() < 0.2 else rng.uniform(0.2, 1.0))
+            ttfd = rng.uniform(3.0, 4.0) if rng.random() < 0.2 else rng.uniform(0.2, 1.0)
+            self.ttfd.labels(*common).observe(ttfd)
+            # the first answer: the first delta for one model, after some thinking for the other
+            self.ttfo.labels(*common, surface).observe(ttfd + (rng.uniform(1.0, 5.0) if "gpt" in model else 0.0))
             chunks = rng.randint(5, 40)
             child = self.tpoc.labels(*common)
             for _ in range(chunks):

@@ -31,11 +31,12 @@ HISTOGRAMS = (
     names.PROM_TIME_TO_FIRST_CHUNK,
     names.PROM_TIME_PER_OUTPUT_CHUNK,
     names.PROM_TIME_TO_FIRST_EVENT,
+    names.PROM_TIME_TO_FIRST_OUTPUT,
     names.PROM_MAX_WAIT,
 )
 COUNTERS = (names.PROM_STREAMS, names.PROM_SEQUENCE_ANOMALIES, names.PROM_ANOMALIES, names.PROM_REPORTS_DROPPED)
 GAUGES = (names.PROM_STREAMS_ACTIVE, names.PROM_STREAMS_STALLED, names.PROM_RATELIMIT_REMAINING,
-          names.PROM_RATELIMIT_LIMIT)
+          names.PROM_RATELIMIT_LIMIT, names.PROM_SELF_CHECK_FAILURES)
 SERIES = frozenset(
     [f"{h}{suffix}" for h in HISTOGRAMS for suffix in ("_bucket", "_sum", "_count")]
     + [f"{c}_total" for c in COUNTERS]
@@ -52,6 +53,7 @@ LABELS = frozenset(
         names.LABEL_OUTCOME,
         names.LABEL_KIND,
         names.LABEL_ERROR_TYPE,
+        names.LABEL_PHASE,
         "le",
         "job",
         "instance",

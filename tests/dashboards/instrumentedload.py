@@ -23,6 +23,7 @@ def start_instrumented_load(workdir: Path, mix: str = "faults", timeout: float =
     log = log_path.open("wb")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("OTELSTREAM_RAISE_INTERNAL_ERRORS", None)
+    env["OTELSTREAM_SELF_CHECK"] = "true"  # as a service runs: the self-check stat and its gauge have data
     process = subprocess.Popen(
         [sys.executable, str(WORKER), str(port), mix], stdout=subprocess.PIPE, stderr=log, env=env, cwd=workdir
     )
@@ -86,6 +87,7 @@ def start_demo_load(workdir: Path, timeout: float = 60.0) -> LoadSource:
     log = log_path.open("wb")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("OTELSTREAM_RAISE_INTERNAL_ERRORS", None)
+    env["OTELSTREAM_SELF_CHECK"] = "true"  # as a service runs: the self-check stat and its gauge have data
     command = [sys.executable, "-m", "otelstream.cli", "demo", "--serve", "--quiet", "--port", str(port)]
     command += ["--streams", "120", "--faults", DEMO_MIX]
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir)

@@ -290,6 +290,7 @@ def test_dashboard_covers_every_design_series() -> None:
         names.PROM_TIME_PER_OUTPUT_CHUNK,
         names.PROM_STREAMS + "_total",
         names.PROM_TIME_TO_FIRST_EVENT,
+        names.PROM_TIME_TO_FIRST_OUTPUT,
         names.PROM_MAX_WAIT,
         names.PROM_SEQUENCE_ANOMALIES + "_total",
         names.PROM_ANOMALIES + "_total",
@@ -298,6 +299,7 @@ def test_dashboard_covers_every_design_series() -> None:
         names.PROM_REPORTS_DROPPED + "_total",
         names.PROM_RATELIMIT_REMAINING,
         names.PROM_RATELIMIT_LIMIT,
+        names.PROM_SELF_CHECK_FAILURES,
     }
     assert expected <= families, sorted(expected - families)
 
@@ -305,6 +307,36 @@ def test_dashboard_covers_every_design_series() -> None:
 def test_bad_outcome_share_lists_exactly_the_bad_outcomes() -> None:
     bad = "|".join(names.BAD_OUTCOMES)
     shares = [q for q in QUERIES if q.panel.startswith(("Share of bad outcomes", "Bad-outcome share"))]
-    assert len(shares) == 4
+    assert len(shares) == 5
     for query in shares:
         assert f'outcome=~"{bad}"' in query.expr, query.id
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_the_bad_share_is_split_by_failure_phase(path: Path) -> None:
+    """Beside the bad-outcome share: the same share per failure phase (could a retry be invisible to the user?)."""
+    panels = list(iter_panels(load_dashboard(path)))
+    titles = [p["title"] for p in panels]
+    share = titles.index("Share of bad outcomes")
+    panel = panels[share + 1]
+    assert panel["title"] == "Share of bad outcomes by failure phase" and _unit(panel) == "percentunit"
+    (target,) = panel["targets"]
+    assert names.LABEL_PHASE in grouping_labels(target["expr"]) and target["legendFormat"] == "{{phase}}"
+    for phase in names.FAILURE_PHASES:
+        assert phase in panel["description"]
+
+
+@pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
+def test_first_token_vs_first_answer_per_model_beside_ttfd(path: Path) -> None:
+    """TTFD and TTFO side by side, per model, in the Latency row right after the TTFD panel."""
+    panels = list(iter_panels(load_dashboard(path)))
+    titles = [p["title"] for p in panels]
+    exprs = [t["expr"] for t in panels[titles.index("First token vs first answer p95 by model")]["targets"]]
+    assert [series_names(e) for e in exprs] == [
+        {names.PROM_TIME_TO_FIRST_CHUNK + "_bucket"}, {names.PROM_TIME_TO_FIRST_OUTPUT + "_bucket"}]
+    for expr in exprs:
+        assert expr.startswith("histogram_quantile(0.95, ") and names.LABEL_MODEL in grouping_labels(expr)
+    ttfd = titles.index("Time to first delta p50 / p95 / p99")
+    assert titles[ttfd + 1] == "First token vs first answer p95 by model"
+    grid = [p["gridPos"] for p in panels[ttfd : ttfd + 2]]
+    assert grid[0]["y"] == grid[1]["y"] and grid[0]["x"] + grid[0]["w"] == grid[1]["x"]

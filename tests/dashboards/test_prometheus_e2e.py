@@ -243,6 +243,36 @@ def test_failed_streams_by_error_type_shows_classes(scenario: Scenario) -> None:
     assert shown >= CLASSES_SHOWN, sorted(CLASSES_SHOWN - shown)
 
 
+def _series_until(scenario: Scenario, panel: str, label: str, enough: set[str]) -> list[set[str]]:
+    """Per query of the panel, the values of ``label`` its series show, waited for until there are some and they
+    include ``enough``."""
+    shown: list[set[str]] = []
+    for query in [q for q in QUERIES if q.panel == panel]:
+        expr = substitute(query.expr, scenario.variables, RATE_INTERVAL, INTERVAL)
+        deadline = time.monotonic() + 15
+        while True:
+            values = {s["metric"].get(label, "") for s in scenario.prometheus.query_range(expr, seconds=30)}
+            if (values and values >= enough) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        shown.append(values)
+    return shown
+
+
+def test_bad_share_by_failure_phase_shows_both_phases(scenario: Scenario) -> None:
+    """Both loads fail both ways: a 429 before any output, a cut or a reset after deltas reached the caller."""
+    phases = set(names.FAILURE_PHASES)
+    (shown,) = _series_until(scenario, "Share of bad outcomes by failure phase", names.LABEL_PHASE, phases)
+    assert phases <= shown <= phases | {"none"}, shown
+
+
+def test_first_token_and_first_answer_per_model(scenario: Scenario) -> None:
+    """The panel beside TTFD has a first-token and a first-answer line for every model the load streams to."""
+    panel = "First token vs first answer p95 by model"
+    first_token, first_answer = _series_until(scenario, panel, names.LABEL_MODEL, set())
+    assert first_token and first_token == first_answer, (first_token, first_answer)
+
+
 @pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.id)
 def test_panel_query_returns_data(scenario: Scenario, query: PanelQuery) -> None:
     expr = substitute(query.expr, scenario.variables, RATE_INTERVAL, INTERVAL)

@@ -39,6 +39,7 @@ EXPECTED_ALERTS = {
     "OtelstreamErrorBudgetBurn",
     "OtelstreamErrorBudgetBurnSlow",
     "OtelstreamRateLimitHeadroomLow",
+    "OtelstreamSelfCheckFailed",
 }
 RULE_TESTS = sorted((DASHBOARDS / "prometheus").glob("*.test.yml"))
 
