@@ -39,7 +39,9 @@ def make_client(sdk: str, plans: Mapping[str, Served], *, is_async: bool) -> Any
     module: ModuleType = importlib.import_module(sdk)
     http = http_library(module)
     transport = http.MockTransport(handler(http, plans, is_async=is_async))
-    http_client = http.AsyncClient(transport=transport) if is_async else http.Client(transport=transport)
+    # trust_env off: nothing of the environment (proxies, netrc) may route a doctor request anywhere but the mock
+    client_cls = http.AsyncClient if is_async else http.Client
+    http_client = client_cls(transport=transport, trust_env=False)
     cls = getattr(module, ("Async" if is_async else "") + ("OpenAI" if sdk == "openai" else "Anthropic"))
     kwargs: dict[str, Any] = {"api_key": "otelstream-doctor", "base_url": _BASE_URL[sdk], "http_client": http_client,
                               "max_retries": 0, "timeout": 5.0}  # fmt: skip
