@@ -277,6 +277,7 @@ ATTR_CONSUMER_TIME: Final = "otelstream.consumer_time"
 ATTR_EVENTS: Final = "otelstream.events"
 ATTR_DELTAS: Final = "otelstream.deltas"
 ATTR_KEEPALIVES: Final = "otelstream.keepalives"
+ATTR_KEEPALIVE_MAX_GAP: Final = "otelstream.keepalives.max_gap"  # seconds between two keepalives, at most
 ATTR_SEQ_GAPS: Final = "otelstream.sequence.gaps"
 ATTR_SEQ_SKIPPED: Final = "otelstream.sequence.skipped"
 ATTR_SEQ_DUPLICATES: Final = "otelstream.sequence.duplicates"

@@ -55,6 +55,9 @@ def bind_response(call: Call, response: Any) -> None:
         # of the body's byte-stream kind: httpx2.Response.close/aclose and anthropic's tracing check it
         wrapped = wrap_body(lib, body, _SyncBody, _AsyncBody, call)
         if wrapped is not None:
+            encoding = response.headers.get("content-encoding")
+            if encoding and encoding.strip().lower() != "identity":
+                wrapped._otelstream_plain = False  # type: ignore[attr-defined]  # compressed: comments uncountable
             response.stream = wrapped
 
 
@@ -64,6 +67,7 @@ class _BodyBase:
     # class defaults: __getattr__ reads them without materializing the instance __dict__ (64 B per stream)
     _otelstream_body: Any = None
     _otelstream_call: Any = None
+    _otelstream_plain = True  # the body is not content-encoded: its comment lines can be counted in its bytes
     stream_observer: Any  # set on the instance by the first lookup (no class default: that must reach __getattr__)
 
     def __init__(self, body: Any, call: Call) -> None:
@@ -85,7 +89,7 @@ class _BodyBase:
 
 class _SyncBody(_BodyBase):
     def __iter__(self) -> Iterator[bytes]:
-        return _read_sync(self._otelstream_body, self._otelstream_call)
+        return _read_sync(self._otelstream_body, self._otelstream_call, self._otelstream_plain)
 
     def close(self) -> None:
         body_closed(self._otelstream_call, threading.get_ident)
@@ -94,31 +98,40 @@ class _SyncBody(_BodyBase):
 
 class _AsyncBody(_BodyBase):
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return _read_async(self._otelstream_body, self._otelstream_call)
+        return _read_async(self._otelstream_body, self._otelstream_call, self._otelstream_plain)
 
     async def aclose(self) -> None:
         body_closed(self._otelstream_call, current_task)
         await self._otelstream_body.aclose()
 
 
-def _read_sync(body: Any, call: Call) -> Iterator[bytes]:
-    """The body's chunks, passed on unchanged; ``Call.reading`` is true exactly while the next one is awaited."""
+def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
+    """The body's chunks, passed on unchanged; ``Call.reading`` is true exactly while the next one is awaited. In a
+    body not content-encoded, the SSE comment lines (``: keepalive``) are counted here: the SDKs' decoders drop them."""
+    tracker = call.tracker
+    line_start = True
     call.reading = True
     try:
         for chunk in body:
             call.reading = False
+            if plain and chunk:
+                line_start = _comments(tracker, chunk, line_start)
             yield chunk
             call.reading = True
     finally:
         call.reading = False
 
 
-async def _read_async(body: Any, call: Call) -> AsyncIterator[bytes]:
+async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes]:
+    tracker = call.tracker
+    line_start = True
     chunks = body.__aiter__()
     call.reading = True
     try:
         async for chunk in chunks:
             call.reading = False
+            if plain and chunk:
+                line_start = _comments(tracker, chunk, line_start)
             yield chunk
             call.reading = True
     finally:
@@ -127,6 +140,17 @@ async def _read_async(body: Any, call: Call) -> AsyncIterator[bytes]:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _comments(tracker: Any, chunk: bytes, line_start: bool) -> bool:
+    """Count the comment lines that begin in ``chunk`` (a line begins after LF or a bare CR, or at the chunk's start
+    when the last chunk ended a line): byte searches, no parsing. Returns whether ``chunk`` ends a line."""
+    found = chunk.count(b"\n:") + chunk.count(b"\r:")
+    if line_start and chunk[0] == 0x3A:  # ':'
+        found += 1
+    if found:
+        tracker.keepalive(found, tracker.clock())
+    return chunk[-1] in (0x0A, 0x0D)
 
 
 # the client libraries (top-level package names) whose bodies get the close hook: httpx2, both SDKs' client; httpx,

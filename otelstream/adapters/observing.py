@@ -131,7 +131,7 @@ def frame_dropped(call: Call) -> None:
         if str(getattr(frame, "data", "")).startswith("[DONE]"):
             tracker.done_sentinel(at)
         elif getattr(frame, "event", None) == "ping":
-            tracker.keepalive()
+            tracker.keepalive(1, at)
     except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
         _guard.report("adapters.frame", exc)
 

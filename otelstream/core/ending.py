@@ -51,6 +51,7 @@ def build_report(
     ttfo = s.t_first_output - t0 if s.t_first_output else None
     retries: int | None = s.retries
     keepalives: int | None = s.keepalives
+    keepalive_gap: int | None = s.max_keepalive_gap_ns or None
     done: bool | None = s.done_seen
     unobserved = s.unobserved
     if unobserved:  # a patch point is missing from the SDK: what rests on it is unknown, not zero or guessed
@@ -61,7 +62,7 @@ def build_report(
         if names.MEASURE_RETRIES in unobserved:
             retries = None
         if names.MEASURE_KEEPALIVES in unobserved:
-            keepalives = None
+            keepalives = keepalive_gap = None
         if names.MEASURE_DONE_SENTINEL in unobserved and not s.done_seen:
             done = None
     counts = s._anomaly_counts
@@ -125,6 +126,7 @@ def build_report(
             "events": s.events,
             "deltas": s.deltas,
             "keepalives": keepalives,
+            "max_keepalive_gap_ns": keepalive_gap,
             "done_sentinel": done,
             "sequence": sequence,
             "usage": usage,

@@ -186,6 +186,8 @@ class StreamReport:
     events: int = 0
     deltas: int = 0
     keepalives: int | None = 0  # None: unknown (see ``unobserved``)
+    # the largest gap between two keepalives (None: fewer than two, unknown, or offline where there is no clock)
+    max_keepalive_gap_ns: int | None = None
     done_sentinel: bool | None = False  # None: `[DONE]` could not be seen at the layer observed
     sequence: SequenceStats = field(default_factory=SequenceStats)
     usage: Usage = field(default_factory=Usage)
@@ -276,6 +278,7 @@ class StreamReport:
             # offline has no clock: TTFO as the index of the event that carried the first output
             "first_output_event_index": self.first_output_event,
             "keepalives": self.keepalives,
+            "max_keepalive_gap_ns": self.max_keepalive_gap_ns,
             "done_sentinel": self.done_sentinel,
             "sequence": self.sequence.to_json(),
             "usage": self.usage.to_json(),

@@ -79,6 +79,7 @@ class StreamState:
         "handle",
         "keepalives",
         "last_choice",
+        "max_keepalive_gap_ns",
         "max_wait_ns",
         "others",
         "rank",
@@ -111,6 +112,7 @@ class StreamState:
         "t_first_output",
         "t_frame",
         "t_handed",
+        "t_keepalive",
         "t_last_event",
         "t_last_ns",
         "t_prev_delta",
@@ -179,6 +181,8 @@ class StreamState:
         self._stalls: list[Stall] | None = None
         self.others = 0  # events that are not deltas (events = deltas + others)
         self.keepalives = 0
+        self.t_keepalive = 0  # the last keepalive's time (0: none yet, or no clock for it)
+        self.max_keepalive_gap_ns = 0  # the largest gap between two keepalives: a proxy's read timeout must exceed it
         self.done_seen = False
         self.done_ended = False  # chat/completions: [DONE] was the terminal condition (no finish on every choice)
         self.unobserved = unobserved

@@ -212,7 +212,7 @@ class StreamTracker(StreamState):
         if kind == protocols.OTHER:
             self.others += 1
         elif kind == protocols.KEEPALIVE:
-            self.keepalives += 1
+            self.keepalive(1, now)
         else:  # a delta: of output (DELTA) or of reasoning
             if not self.t_first_output and kind == protocols.DELTA:
                 self._first_output(now)
@@ -282,10 +282,16 @@ class StreamTracker(StreamState):
         if handed and now > handed and not self._pre_pull_ns:
             self._pre_pull_ns = now - handed
 
-    def keepalive(self, count: int = 1) -> None:
-        """Keepalive comment lines (or pings) seen below the event layer."""
-        if not self.ended:
-            self.keepalives += count
+    def keepalive(self, count: int = 1, now: int = 0) -> None:
+        """Keepalives (comment lines, pings) seen at ``now`` (0: no time for them), below or at the event layer."""
+        if self.ended:
+            return
+        self.keepalives += count
+        if now:
+            last = self.t_keepalive
+            if last and now - last > self.max_keepalive_gap_ns:
+                self.max_keepalive_gap_ns = now - last
+            self.t_keepalive = now
 
     def done_sentinel(self, at: int | None = None) -> None:
         """``data: [DONE]`` was seen (``at``: when its frame was decoded, if not now)."""

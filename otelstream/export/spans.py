@@ -257,6 +257,8 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         a[names.ATTR_RETRIES] = report.retries
     if report.keepalives is not None:
         a[names.ATTR_KEEPALIVES] = report.keepalives
+    if report.max_keepalive_gap_ns is not None:
+        a[names.ATTR_KEEPALIVE_MAX_GAP] = report.max_keepalive_gap_ns / 1e9
     if report.unobserved:
         a[names.ATTR_UNOBSERVED] = report.unobserved
     if report.resumed:

@@ -12,6 +12,7 @@ import contextlib
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -19,6 +20,8 @@ import openai
 import pytest
 
 from otelstream import names
+from otelstream.offline.analysis import analyse
+from tests.support import bodies
 from tests.support.clients import anthropic_client, async_anthropic_client, async_openai_client, openai_client
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import CONNECTION_ERRORS, lacking
@@ -75,6 +78,8 @@ SURFACES = [
             7, 2, (16, 2), True),
 ]  # fmt: skip
 IDS = [s.id for s in SURFACES]
+PATH = {names.RESPONSES: "/v1/responses", names.CHAT_COMPLETIONS: "/v1/chat/completions",
+        names.COMPLETIONS: "/v1/completions", names.MESSAGES: "/v1/messages"}  # fmt: skip
 
 
 class Driver:
@@ -223,15 +228,24 @@ def test_inband_error(rec: RecordingListener, drv: Driver) -> None:
     assert r.error_class == (names.EC_OVERLOADED if r.error_type == "overloaded_error" else names.EC_SERVER_ERROR)
 
 
-def test_keepalive(rec: RecordingListener, drv: Driver) -> None:
+def test_keepalive(rec: RecordingListener, drv: Driver, tmp_path: Path) -> None:
+    """Comment lines are counted live where the body's bytes pass (the SDKs' decoders drop them), pings where the SDK
+    yields or drops them: the same count as ``otelstream check`` on the same body, and the largest gap between two."""
     items = drv.drain(drv.open(**{"x-variant": "keepalive"}))
     r = rec.one()
     assert r.outcome == names.COMPLETED
-    # comment lines are invisible to both SDK layers; `event: ping` is counted (openai yields it, anthropic skips it)
-    expected_pings = 0 if drv.spec.surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS) or drv.spec.resumed else 1
-    assert r.keepalives == expected_pings
+    served = bodies.frames_for(PATH[drv.spec.surface], "keepalive")
+    if drv.spec.resumed:
+        served = bodies.resume_filter(served, 3)
+    (tmp_path / "body.sse").write_bytes(b"".join(served))
+    offline = analyse(str(tmp_path / "body.sse"), drv.spec.surface).reports[0]
+    assert r.keepalives == offline.keepalives
+    assert r.keepalives == sum(f.startswith(b":") or b"event: ping" in f for f in served)
+    assert (r.max_keepalive_gap_ns is not None) == (r.keepalives >= 2)
+    assert offline.max_keepalive_gap_ns is None  # offline has no clock
+    pings = sum(b"event: ping" in f for f in served)
     assert r.events == drv.spec.events
-    assert len(items) == drv.spec.events + (expected_pings if drv.spec.sdk == "openai" else 0)
+    assert len(items) == drv.spec.events + (pings if drv.spec.sdk == "openai" else 0)
 
 
 def test_drop_mid_stream(rec: RecordingListener, drv: Driver) -> None:

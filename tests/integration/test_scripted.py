@@ -113,6 +113,31 @@ def test_event_ping_on_openai_surfaces(rec: RecordingListener, scripted: Scripte
     assert r.deltas == 2
 
 
+@pytest.mark.parametrize("surface", ALL)
+def test_comment_keepalives_live_match_check(rec: RecordingListener, scripted: ScriptedServer, surface: str,
+                                             is_async: bool, tmp_path: Any) -> None:  # fmt: skip
+    """A server that sends `: keepalive` comment lines while it thinks (the seeds' compatible provider does, every
+    ~12 s): the SDKs' decoders drop them, so they are counted where the body's bytes pass, as `check` counts them,
+    with the largest gap between two (what a proxy's read timeout must exceed). One of them shares a chunk with an
+    event, one is split from its line's end by a chunk boundary, one ends its line with a bare CR."""
+    frames = FRAMES[surface]("ok")
+    comment = b": keepalive\n\n"
+    steps: list[Step] = [
+        frames[0], comment, Pause(0.1), comment, Pause(0.4), comment + frames[1], b": keep", b"alive\n\n",
+        b": cr\r\r", *frames[2:],
+    ]  # fmt: skip
+    seen = play(scripted, surface, steps, is_async)
+    assert seen.exc is None
+    r = rec.one()
+    body = tmp_path / "body.sse"
+    body.write_bytes(b"".join(s for s in steps if isinstance(s, bytes)))
+    offline_report = offline.analyse(str(body), surface).reports[0]
+    assert r.outcome == offline_report.outcome == names.COMPLETED
+    assert r.keepalives == offline_report.keepalives == 5
+    # the 0.4 s pause, as the client read it (the two reads each land within a few ms of their writes)
+    assert r.max_keepalive_gap_ns is not None and 350_000_000 <= r.max_keepalive_gap_ns < 1_000_000_000
+
+
 @pytest.mark.parametrize("surface", OPENAI)
 def test_event_ping_without_data_on_openai(rec: RecordingListener, scripted: ScriptedServer, surface: str,
                                            is_async: bool) -> None:  # fmt: skip
