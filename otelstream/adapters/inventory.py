@@ -56,14 +56,6 @@ def _sse_fields(module: ModuleType) -> bool:
     return sse is not None and all(isinstance(getattr(sse, name, None), property) for name in ("event", "data"))
 
 
-def _lazy_iterator(module: ModuleType) -> bool:
-    """anthropic builds a Stream's generator lazily, in a cached ``_iterator``: a late bind sets it (see
-    ``anthropic.sse._late_bind``)."""
-    from functools import cached_property
-
-    return isinstance(module.Stream.__dict__.get("_iterator"), cached_property)
-
-
 # checked on the live object where it is used (an instance attribute): ``openai.sse._late_bind``
 OPENAI_STREAM_ITERATOR = Fact(
     "openai._streaming", "Stream._iterator", ATTRIBUTE, None, (names.MEASURE_STREAM,), _OPENAI
@@ -92,8 +84,6 @@ FACTS: tuple[Fact, ...] = (
          (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES), _OPENAI),
     Fact("anthropic._streaming", "ServerSentEvent.event, .data", ATTRIBUTE, _sse_fields,
          (names.MEASURE_KEEPALIVES,), _ANTHROPIC),
-    # a stream whose request was sent instrumented and whose Stream is built after uninstrument(): observed late
-    Fact("anthropic._streaming", "Stream._iterator", ATTRIBUTE, _lazy_iterator, (names.MEASURE_STREAM,), _ANTHROPIC),
     OPENAI_STREAM_ITERATOR,
     # checked by the canary tests only: what each feeds degrades as stated, with no guess
     # a Stream built outside a patched request (by hand, or a request entry this release lacks): its request options
@@ -101,6 +91,9 @@ FACTS: tuple[Fact, ...] = (
     Fact("openai._streaming", "Stream._options, Stream._client", ATTRIBUTE, None, (names.MEASURE_STREAM,), _OPENAI),
     Fact("anthropic._streaming", "Stream._options, Stream._client", ATTRIBUTE, None, (names.MEASURE_STREAM,),
          _ANTHROPIC),
+    # a stream whose request was sent instrumented and whose Stream is built after uninstrument() is observed late
+    # by setting the generator anthropic 2.x builds lazily (1.x builds it at once: then it is left alone)
+    Fact("anthropic._streaming", "Stream._iterator", ATTRIBUTE, None, (), _ANTHROPIC),
     # otelstream.report_of() of a helper's stream finds the SDK Stream inside it (without it: None)
     Fact("openai.lib.streaming", "ChatCompletionStream._raw_stream, ResponseStream._raw_stream", ATTRIBUTE, None,
          (), _OPENAI),

@@ -6,6 +6,7 @@ that no longer holds is one WARNING with its measures unknown."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import logging
@@ -58,7 +59,7 @@ PATCHES = inventory.patches()
 
 @pytest.mark.parametrize("patch", PATCHES, ids=[_id(p) for p in PATCHES])
 def test_patch_point_resolves(patch: _patch.Patch) -> None:
-    if not _installed(patch.module):
+    if not _installed(patch.module) or (_patch.OPENAI_WEBSOCKET in patch.scopes and not OPENAI_WEBSOCKET_OBSERVED):
         pytest.skip(f"{patch.module} is not in this release (its streams are reported unobserved)")
     module = importlib.import_module(patch.module)
     for path in (patch.path, patch.fallback):
@@ -86,6 +87,15 @@ def _anthropic_stream_attributes() -> None:
     stream = anthropic_client().messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True)
     try:
         assert stream._options is not None and stream._client is not None
+    finally:
+        stream.close()
+
+
+def _anthropic_stream_iterator() -> None:
+    lazy = isinstance(vars(anthropic.Stream).get("_iterator"), functools.cached_property)
+    stream = anthropic_client().messages.create(model="claude-test", max_tokens=5, messages=MSGS, stream=True)
+    try:
+        assert lazy or "_iterator" in vars(stream)  # built lazily (2.x) or at once (1.x)
     finally:
         stream.close()
 
@@ -135,6 +145,7 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
     ("openai._streaming", "Stream._iterator"): _openai_stream_attributes,
     ("openai._streaming", "Stream._options, Stream._client"): _openai_stream_attributes,
     ("anthropic._streaming", "Stream._options, Stream._client"): _anthropic_stream_attributes,
+    ("anthropic._streaming", "Stream._iterator"): _anthropic_stream_iterator,
     ("openai.lib.streaming", _HELPERS): _openai_helpers_raw_stream,
     ("anthropic.lib.streaming", "MessageStream._raw_stream"): _anthropic_helper_raw_stream,
     ("httpx2", "Response._content"): _response_content,
