@@ -26,12 +26,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from otelstream import _guard, names
-from otelstream.doctor import runner
 from otelstream.doctor.listener import DoctorListener
-from otelstream.doctor.versions import one_line
+
+if TYPE_CHECKING:
+    from otelstream.doctor.runner import Result
 
 logger = logging.getLogger("otelstream")
 
@@ -123,6 +124,8 @@ def _main() -> None:
 def _check(sdks: tuple[str, ...], stop: threading.Event) -> None:
     cpu = time.thread_time()
     try:
+        from otelstream.doctor import runner  # here, not at instrument(): the matrix's modules load off its thread
+
         result = runner.run([SURFACE_BY_SDK[sdk] for sdk in sdks], small=True, stop=stop,
                             deadline=time.monotonic() + _MAX_RUN_S)  # fmt: skip
     finally:
@@ -143,8 +146,10 @@ def _check(sdks: tuple[str, ...], stop: threading.Event) -> None:
         on_result(total)
 
 
-def warning_text(result: runner.Result) -> str:
+def warning_text(result: Result) -> str:
     """The one WARNING: which cells differed and how, which patch points are missing, on which versions."""
+    from otelstream.doctor.versions import one_line
+
     parts = []
     for row in result.failed[:_SHOWN_CELLS]:
         if row.problem is not None:

@@ -26,8 +26,6 @@ from tests.support.paths import REPO
 CELLS = runner.cells()
 MEASURES = {"outcome", "error_class", "abandoned_reason", "ttfd", "events", "deltas", "keepalives", "usage",
             "sequence_gaps", "done_sentinel", "anomalies", "unobserved"}  # fmt: skip
-# docs/telemetry.md counts SSE comment lines as keepalives live too; the SDK adapters do not count them yet (issue 28)
-COMMENTS_UNCOUNTED = "keepalives"
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +44,7 @@ def test_every_installed_surface_sync_and_async_with_every_fault() -> None:
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.key for c in CELLS])
-def test_cell_holds(result: runner.Result, cell: runner.Cell, request: pytest.FixtureRequest) -> None:
-    if cell.fault.name == COMMENTS_UNCOUNTED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="comment keepalives are not counted live (#28)"))
+def test_cell_holds(result: runner.Result, cell: runner.Cell) -> None:
     row = next(r for r in result.rows if r.cell == cell)
     assert row.ok, (row.problem, {m: (row.expected[m], row.observed and row.observed[m]) for m in row.mismatches})
 
@@ -94,8 +90,7 @@ def test_json_shape_and_exit_code() -> None:
         assert {"outcome", "error_class", "abandoned_reason", "ttfd", "deltas", "usage"} <= set(row["expected"])
         assert set(row["expected"]) <= MEASURES and set(row["observed"]) == MEASURES
         assert row["ok"] == (not row["mismatches"] and row["problem"] is None)
-    mismatched = {row["fault"] for row in doc["cells"] if not row["ok"]}
-    assert mismatched <= {COMMENTS_UNCOUNTED}, mismatched
+    assert done.returncode == 0 and doc["ok"] is True, [row for row in doc["cells"] if not row["ok"]]
     assert doc["summary"]["mismatched"] == len([r for r in doc["cells"] if not r["ok"]])
     assert doc["missing_patch_points"] == [] and doc["interrupted"] is False
 
@@ -108,9 +103,8 @@ def test_text_output_and_surface_choice(capsys: pytest.CaptureFixture[str]) -> N
     assert all(f" {names.MESSAGES} " in line for line in rows)
     assert "anthropic" in out.splitlines()[0] and "httpx2" in out.splitlines()[0]
     assert "patch points: every one otelstream needs was found" in out
-    failed = [line for line in rows if line.startswith("MISMATCH")]
-    assert code == (1 if failed else 0)
-    assert (out.strip().splitlines()[-2 if failed else -1]).startswith("MISMATCH:" if failed else "all held:")
+    assert code == 0 and all(line.startswith("ok ") for line in rows)
+    assert out.strip().splitlines()[-1].startswith(f"all held: {len(rows)} cells, {len(rows)} held, 0 mismatched")
 
 
 def test_websocket_alone_is_said_not_covered(capsys: pytest.CaptureFixture[str]) -> None:

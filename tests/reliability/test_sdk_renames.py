@@ -188,8 +188,7 @@ def _assert_not_observed(inst: Instrumented) -> None:
 
 
 # `otelstream doctor` on the renamed release: exit 1, the patch point named, the cells of the streams it
-# serves not holding. Comment keepalives are not counted live yet (issue 28): those cells differ on every release.
-DOCTOR_UNCOUNTED = "keepalives"
+# serves not holding (and only those).
 OPENAI_SEND_POINTS = ("openai._base_client.SyncAPIClient._send_request", "openai._client.OpenAI._send_request")
 
 
@@ -213,7 +212,7 @@ def _doctor(surface: str, points: tuple[str, ...], mode: str) -> dict[str, Any]:
     doc = _doctor_json(surface)
     assert doc["ok"] is False
     assert sorted(p["point"] for p in doc["missing_patch_points"]) == sorted(points)
-    failing = [c for c in doc["cells"] if not c["ok"] and c["fault"] != DOCTOR_UNCOUNTED]
+    failing = [c for c in doc["cells"] if not c["ok"]]
     assert failing and {c["mode"] for c in failing} == {mode}, failing
     return doc
 
@@ -398,7 +397,7 @@ def test_anthropic_request_entry_renamed_its_public_request_serves(
     assert attrs[names.ATTR_KEEPALIVES] == 1
     doc = _doctor_json(names.MESSAGES)
     assert doc["missing_patch_points"] == []
-    assert [c for c in doc["cells"] if not c["ok"] and c["fault"] != DOCTOR_UNCOUNTED] == []
+    assert doc["ok"] is True and [c for c in doc["cells"] if not c["ok"]] == []
 
 
 def test_anthropic_attempt_renamed_retries_unknown(
