@@ -237,14 +237,33 @@ def test_without_reasoning_the_first_output_is_the_first_delta(
 
 
 def test_the_server_s_cache_writes_and_cached_tokens_reach_the_report(
-    live: tuple[Telemetry, list[StreamReport]], scripted: ScriptedServer
+    live: tuple[Telemetry, list[StreamReport]], scripted: ScriptedServer, is_async: bool
 ) -> None:
     """Fields the SDKs' models do not declare (Bedrock's Responses cache_write_tokens, Together's top-level
     cached_tokens) are read from the models' extras."""
     thought, answer = _responses_reasoning()
-    assert play(scripted, live[1], R, [*thought, *answer], False).report.usage.cache_write_input_tokens == 3
+    assert play(scripted, live[1], R, [*thought, *answer], is_async).report.usage.cache_write_input_tokens == 3
     head, tail = _chat_reasoning()
-    assert play(scripted, live[1], CH, [*head, *tail], False).report.usage.cache_read_input_tokens == 2
+    assert play(scripted, live[1], CH, [*head, *tail], is_async).report.usage.cache_read_input_tokens == 2
+
+
+def test_a_repeated_finish_is_no_anomaly_and_x_groq_usage_counts(
+    live: tuple[Telemetry, list[StreamReport]], scripted: ScriptedServer, is_async: bool
+) -> None:
+    """OpenRouter repeats the finish_reason on a later chunk; Groq sends usage only as x_groq.usage: ordinary traffic,
+    read through the SDK's models (vendor fields are extras there)."""
+
+    def chunk(delta: dict[str, Any], finish: str | None, **kw: Any) -> bytes:
+        return sse({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **kw})  # fmt: skip
+
+    x_groq = {"id": "req_1", "usage": {"prompt_tokens": 12, "completion_tokens": 2, "total_tokens": 14}}
+    steps: list[Step] = [chunk({"role": "assistant", "content": ""}, None), chunk({"content": "Hi"}, None),
+                         chunk({"content": ""}, "length"), chunk({"content": ""}, "length", x_groq=x_groq),
+                         b"data: [DONE]\n\n"]  # fmt: skip
+    r = play(scripted, live[1], CH, steps, is_async).report
+    assert (r.outcome, r.finish_reasons, r.anomaly_counts) == (names.INCOMPLETE, ("length",), ())
+    assert (r.usage.input_tokens, r.usage.output_tokens) == (12, 2)
 
 
 # --- the failure phase of each bad outcome -------------------------------------------------------------------------
