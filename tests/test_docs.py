@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,8 @@ def test_no_text_refers_to_a_design_document_the_repository_lacks() -> None:
         path = REPO / name
         if path.suffix not in (".py", ".md", ".yml", ".yaml", ".json", ".toml", ".sh", ".txt") or not path.is_file():
             continue
+        if path == Path(__file__).resolve():
+            continue  # this test names what it looks for
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if re.search(r"DESIGN(\.md)? ?§|DESIGN\.md", line):
                 found.append(f"{name}:{number}: {line.strip()[:100]}")
