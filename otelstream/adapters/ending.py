@@ -115,7 +115,10 @@ def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
         for chunk in body:
             call.reading = False
             if plain and chunk:
-                line_start = _comments(tracker, chunk, line_start)
+                try:
+                    line_start = _comments(tracker, chunk, line_start)
+                except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
+                    _guard.report("adapters.keepalives", exc)
             yield chunk
             call.reading = True
     finally:
@@ -131,7 +134,10 @@ async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes
         async for chunk in chunks:
             call.reading = False
             if plain and chunk:
-                line_start = _comments(tracker, chunk, line_start)
+                try:
+                    line_start = _comments(tracker, chunk, line_start)
+                except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
+                    _guard.report("adapters.keepalives", exc)
             yield chunk
             call.reading = True
     finally:
