@@ -394,7 +394,7 @@ def test_anthropic_request_entry_renamed_its_public_request_serves(
     assert attrs[names.ATTR_OUTCOME] == names.COMPLETED
     assert attrs[names.ATTR_RETRIES] == 0 and attrs[names.ATTR_RESPONSE_TTFC] > 0
     assert names.ATTR_UNOBSERVED not in attrs
-    assert attrs[names.ATTR_KEEPALIVES] == 1
+    assert attrs[names.ATTR_KEEPALIVES] == 2  # the body's `event: ping` and its comment line
     doc = _doctor_json(names.MESSAGES)
     assert doc["missing_patch_points"] == []
     assert doc["ok"] is True and [c for c in doc["cells"] if not c["ok"]] == []
@@ -429,7 +429,7 @@ def test_anthropic_stream_lifecycle_renamed_not_observed(
     assert len(items) == 7
     _assert_warning(warned(), f"anthropic._streaming.{S.__name__}.__stream__", ("not observed at all",))
     assert attrs[names.ATTR_OUTCOME] == names.COMPLETED
-    assert attrs[names.ATTR_KEEPALIVES] == 1
+    assert attrs[names.ATTR_KEEPALIVES] == 2  # the body's `event: ping` and its comment line
     mode = "async" if is_async else "sync"
     doc = _doctor(names.MESSAGES, (f"anthropic._streaming.{S.__name__}.__stream__",), mode)
     assert all(c["problem"] == "no report" for c in doc["cells"] if c["mode"] == mode)
