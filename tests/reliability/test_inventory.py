@@ -237,8 +237,10 @@ def warnings_logged(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[[], l
 
 
 def test_a_fact_that_no_longer_holds_warns_once_and_leaves_its_measures_unknown(
-    rec: RecordingListener, warnings_logged: Callable[[], list[str]]
+    rec: RecordingListener, warnings_logged: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the patcher keeps the facts it was given for later instrument() cycles: this one is the test's alone
+    monkeypatch.setattr(_patch.PATCHER, "_facts", {m: list(f) for m, f in _patch.PATCHER._facts.items()})
     changed = Fact("anthropic._streaming", "Stream.__stream__ (simulated change)", inventory.ATTRIBUTE,
                    lambda module: False, (names.MEASURE_KEEPALIVES,), (_patch.ANTHROPIC,))  # fmt: skip
     _patch.PATCHER.install([], [changed])
