@@ -73,7 +73,7 @@ def test_auto_non_finite_or_zero_durations_keep_their_defaults() -> None:
 NAMES = r"""
 import json, os
 from importlib.metadata import entry_points
-from otelstream.auto import _exporter_names  # (importing it instruments this throwaway process)
+from otelstream.otel_env import _exporter_names
 cases = [{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
          {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
          {"OTEL_TRACES_EXPORTER": "otlp,console", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",

@@ -18,9 +18,9 @@ ROOT = Path(otelstream.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"names"}),
     frozenset({"core", "_guard", "_process"}),
-    frozenset({"attribution", "config", "offline", "examples"}),
+    frozenset({"attribution", "config", "offline", "examples", "otel_env"}),
     frozenset({"adapters", "export"}),
-    frozenset({"instrumentation", "doctor", "demo", "dashboards", "gunicorn"}),
+    frozenset({"instrumentation", "doctor", "demo", "dashboards", "gunicorn", "probe"}),
     frozenset({"auto", "cli"}),
 )
 APART = ({"adapters", "export"},)  # the same layer, never importing each other: they meet only in instrumentation
