@@ -1,4 +1,4 @@
-"""The ``otelstream`` command: ``check``, ``demo``, ``dashboards``, ``doctor``.
+"""The ``otelstream`` command: ``check``, ``demo``, ``dashboards``, ``doctor``, ``probe``.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``; this module
 only dispatches, so ``otelstream check`` never imports the SDKs or the exporters.
@@ -16,6 +16,7 @@ _SUBCOMMANDS = {
     "demo": ("otelstream.demo.run", "stream through a local fake provider and show what otelstream measures"),
     "dashboards": ("otelstream.dashboards", "write the Grafana dashboards and Prometheus rules to a folder"),
     "doctor": ("otelstream.doctor.command", "check that otelstream reports right on the SDKs installed here"),
+    "probe": ("otelstream.probe.command", "probe a streaming endpoint with small requests: rows, verdict, monitor"),
 }
 
 

@@ -229,6 +229,10 @@ GENAI_PEER_SCOPES: Final = (
     "opentelemetry.instrumentation.openai_v2",
     "opentelemetry.util.genai",
 )
+# Of those, the ones that record no gen_ai.client.* metrics of their own (the Anthropic SDK's tracing has no meter):
+# under their span otelstream still records those metrics, or the call would have none. Under any other GenAI peer's
+# CLIENT span it leaves them to the peer, which records them for the same call (its otelstream_* series stay).
+GENAI_SCOPES_WITHOUT_METRICS: Final = ("com.anthropic.sdk.python",)
 TRACER_NAME: Final = "otelstream"
 
 # semantic-convention attributes
@@ -322,6 +326,50 @@ PROM_RATELIMIT_REMAINING: Final = "otelstream_ratelimit_remaining"
 PROM_RATELIMIT_LIMIT: Final = "otelstream_ratelimit_limit"
 PROM_SELF_CHECK_FAILURES: Final = "otelstream_self_check_failures"
 
+# --- semantic-convention versions of the gen_ai.client.* metrics ------------------------------------------------
+# The tagged GenAI conventions (semantic-conventions-genai v0.1.0) renamed the client metrics and replaced the token
+# histogram. The names above stay the default (what OTel's own Python instrumentations emit today); OTel's standard
+# opt-in variable (a comma-separated list) selects the new ones, or both during a migration.
+SEMCONV_ENV: Final = "OTEL_SEMCONV_STABILITY_OPT_IN"
+SEMCONV_OPT_IN_LATEST: Final = "gen_ai_latest_experimental"
+SEMCONV_OPT_IN_DUP: Final = "gen_ai_latest_experimental/dup"  # wins over the plain value, as OTel's own parsing
+SEMCONV_DEFAULT: Final = "default"  # the names above
+SEMCONV_LATEST: Final = "latest"  # v0.1.0's names only
+SEMCONV_DUP: Final = "dup"  # both
+SEMCONV_MODES: Final = (SEMCONV_DEFAULT, SEMCONV_LATEST, SEMCONV_DUP)
+OTEL_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
+OTEL_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"
+OTEL_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.inference.time_per_output_chunk"
+# counters: every stream, failed ones too (0 when the server reported none), by gen_ai.token.modality
+OTEL_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"
+OTEL_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"
+OTEL_USAGE_CACHE_READ_TOKENS: Final = "gen_ai.client.inference.usage.cache_read.input_tokens"
+OTEL_USAGE_CACHE_WRITE_TOKENS: Final = "gen_ai.client.inference.usage.cache_write.input_tokens"
+OTEL_USAGE_REASONING_TOKENS: Final = "gen_ai.client.inference.usage.reasoning.output_tokens"
+# per-call histograms: successful streams whose usage is known only
+OTEL_OPERATION_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"
+OTEL_OPERATION_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"
+PROM_INFERENCE_DURATION: Final = "gen_ai_client_inference_duration_seconds"
+PROM_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_inference_time_to_first_chunk_seconds"
+PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai_client_inference_time_per_output_chunk_seconds"
+PROM_USAGE_INPUT_TOKENS: Final = "gen_ai_client_inference_usage_input_tokens"  # ..._total
+PROM_USAGE_OUTPUT_TOKENS: Final = "gen_ai_client_inference_usage_output_tokens"  # ..._total
+PROM_USAGE_CACHE_READ_TOKENS: Final = "gen_ai_client_inference_usage_cache_read_input_tokens"  # ..._total
+PROM_USAGE_CACHE_WRITE_TOKENS: Final = "gen_ai_client_inference_usage_cache_write_input_tokens"  # ..._total
+PROM_USAGE_REASONING_TOKENS: Final = "gen_ai_client_inference_usage_reasoning_output_tokens"  # ..._total
+PROM_OPERATION_INPUT_TOKENS: Final = "gen_ai_client_inference_operation_input_tokens"
+PROM_OPERATION_OUTPUT_TOKENS: Final = "gen_ai_client_inference_operation_output_tokens"
+# each default family -> what replaces it in v0.1.0 (the token histogram: a counter per token type, below)
+SEMCONV_RENAMED: Final = {
+    PROM_OPERATION_DURATION: PROM_INFERENCE_DURATION,
+    PROM_TIME_TO_FIRST_CHUNK: PROM_INFERENCE_TIME_TO_FIRST_CHUNK,
+    PROM_TIME_PER_OUTPUT_CHUNK: PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK,
+}
+# the finish reason the latest conventions put where one was expected and none came, and the outcomes where that is
+# so (the stream ended before its final event, or in error); http_error never started a generation
+FINISH_REASON_ERROR: Final = "error"
+FINISH_REASON_PADDED_OUTCOMES: Final = (CUT, ERROR, FAILED, TRANSPORT_ERROR, ABANDONED)
+
 # labels
 LABEL_PROVIDER: Final = "gen_ai_provider_name"
 LABEL_OPERATION: Final = "gen_ai_operation_name"
@@ -335,6 +383,7 @@ LABEL_OUTCOME: Final = "outcome"
 LABEL_KIND: Final = "kind"
 LABEL_ERROR_TYPE: Final = "error_type"
 LABEL_PHASE: Final = "phase"  # the failure phase: bad outcomes only, empty (absent) for good ones
+LABEL_TOKEN_MODALITY: Final = "gen_ai_token_modality"  # the latest conventions' usage counters
 # Every series carries these, then one label per application attribute named in ``metric_attributes``.
 COMMON_LABELS: Final = (
     LABEL_PROVIDER, LABEL_OPERATION, LABEL_MODEL, LABEL_SERVER_ADDRESS, LABEL_SERVER_PORT, LABEL_RESPONSE_MODEL,
@@ -348,6 +397,7 @@ OTEL_ATTR_BY_LABEL: Final = {
     LABEL_SERVER_PORT: ATTR_SERVER_PORT,
     LABEL_RESPONSE_MODEL: ATTR_RESPONSE_MODEL,
     LABEL_TOKEN_TYPE: "gen_ai.token.type",
+    LABEL_TOKEN_MODALITY: "gen_ai.token.modality",
     LABEL_SURFACE: LABEL_SURFACE,
     LABEL_OUTCOME: LABEL_OUTCOME,
     LABEL_KIND: LABEL_KIND,
@@ -356,6 +406,8 @@ OTEL_ATTR_BY_LABEL: Final = {
 }
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
+# No provider otelstream reads breaks usage down by modality, so every count is the conventions' `unknown`.
+TOKEN_MODALITY_UNKNOWN: Final = "unknown"
 MODEL_OTHER: Final = "_OTHER"  # a capped label's value once its cap is reached (models, servers, app attributes)
 MODEL_UNKNOWN: Final = "unknown"  # model label value when the request named none
 
@@ -396,3 +448,24 @@ RATELIMIT_HEADERS: Final = {
     "anthropic-ratelimit-output-tokens-remaining": (RL_OUTPUT_TOKENS, True),
     "anthropic-ratelimit-output-tokens-limit": (RL_OUTPUT_TOKENS, False),
 }
+
+# --- synthetic probing: `otelstream probe` --------------------------------------------------------------------------
+# Every probe stream carries its target's name as this application attribute, and the probe names the key in
+# metric_attributes: each series gets the label of the same name (the dashboard's probe row and the alert
+# OtelstreamProbeFailing filter by it).
+PROBE_NAME_ATTRIBUTE: Final = "probe_name"
+LABEL_PROBE_NAME: Final = "probe_name"
+# on the span only (never a label): which request of the run a stream was, so each row finds its own report
+PROBE_REQUEST_ATTRIBUTE: Final = "probe.request"
+# A verdict's findings: the protocol and sequence anomaly kinds above under their own names, and these.
+VERDICT_NOT_COMPLETED: Final = "not_completed"  # outcome other than completed (in-band errors below)
+VERDICT_INBAND_ERROR: Final = "inband_error"  # an error after HTTP 200, shaped (a code) or not
+VERDICT_NO_USAGE: Final = ANOM_USAGE_MISSING  # chat: the anomaly; elsewhere a terminal event without usage
+VERDICT_KEEPALIVE_GAP: Final = "keepalive_gap"  # two keepalives further apart than a proxy's read timeout
+VERDICT_SILENT_WAIT: Final = "silent_wait"  # a wait without any keepalive longer than that timeout
+VERDICT_SLOW_FIRST_DELTA: Final = "slow_first_delta"  # first delta later than the TTFD budget (a note)
+VERDICT_NO_REPORT: Final = "no_report"  # otelstream made no report (a WebSocket handshake that failed)
+VERDICT_UNREACHABLE: Final = "unreachable"  # every request failed to connect
+# fail: counts for --strict; note: said, not failed
+VERDICT_FAIL: Final = "fail"
+VERDICT_NOTE: Final = "note"
