@@ -21,6 +21,7 @@
 | ``metric_attributes`` | ``OTELSTREAM_METRIC_ATTRIBUTES`` | (empty) | comma-separated application attribute keys that become metric labels (``.`` → ``_``), each capped like the model label |
 | ``self_check`` | ``OTELSTREAM_SELF_CHECK`` | ``true`` | after ``instrument()``, run a small fault matrix once in the background through the SDKs the process imported (``otelstream doctor``'s; its streams reach no span or series); a mismatch logs one WARNING and sets ``otelstream_self_check_failures`` |
 | ``slo_objective`` | ``OTELSTREAM_SLO_OBJECTIVE`` | ``0.99`` | the share of streams that must end well over 30 days: ``otelstream dashboards`` writes it into the error-budget rules (between 0 and 1) |
+| ``semconv`` | ``OTEL_SEMCONV_STABILITY_OPT_IN`` | ``default`` | the GenAI semantic conventions of the ``gen_ai.client.*`` metrics and span attributes: ``default``, ``latest`` (the environment's list holds ``gen_ai_latest_experimental``: v0.1.0's names) or ``dup`` (``gen_ai_latest_experimental/dup``: both); read once by ``instrument()`` |
 | ``on_report`` | (argument only) | (none) | ``callback(report)`` once per finished stream, on its own thread, with the ``otelstream.StreamReport`` |
 """
 
@@ -32,6 +33,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
+
+from otelstream import names
 
 logger = logging.getLogger("otelstream")
 
@@ -64,11 +67,33 @@ class Settings:
     metric_attributes: tuple[str, ...] = ()
     slo_objective: float = 0.99
     self_check: bool = True
+    semconv: str = names.SEMCONV_DEFAULT
     on_report: Callable[[Any], object] | None = None
 
 
 # settings that only an argument can give (a callable has no environment form)
 _ARGUMENT_ONLY = frozenset({"on_report"})
+# settings read from a standard OpenTelemetry variable rather than an OTELSTREAM_* one (the user sets it once for
+# every instrumentation in the process)
+_ENV_NAMES = {"semconv": names.SEMCONV_ENV}
+
+
+def env_name(name: str) -> str:
+    """The environment variable of a setting."""
+    return _ENV_NAMES.get(name) or ENV_PREFIX + name.upper()
+
+
+def semconv_from_opt_in(raw: str) -> str:
+    """The ``semconv`` setting an ``OTEL_SEMCONV_STABILITY_OPT_IN`` value selects: a comma-separated list, in which
+    ``gen_ai_latest_experimental/dup`` wins over ``gen_ai_latest_experimental`` (as OTel's own instrumentations read
+    it); values for other signal types (``http``, ``database``…) are theirs, not ours."""
+    values = {part.strip().lower() for part in raw.split(",")}
+    if names.SEMCONV_OPT_IN_DUP in values:
+        return names.SEMCONV_DUP
+    if names.SEMCONV_OPT_IN_LATEST in values:
+        return names.SEMCONV_LATEST
+    return names.SEMCONV_DEFAULT
+
 
 def _valid_seconds(name: str, value: float) -> bool:
     """Durations are finite and not negative (every one becomes integer nanoseconds or a timer); the watchdog's
@@ -101,7 +126,7 @@ def _parse(name: str, default: Any, raw: str) -> Any:
             return int(raw)
         return raw
     except ValueError:
-        key = (ENV_PREFIX + name.upper(), raw)
+        key = (env_name(name), raw)
         if key not in _warned:
             _warned.add(key)
             logger.warning("otelstream: ignoring %s=%r (not a valid value)", key[0], raw)
@@ -127,6 +152,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
                     raise TypeError(f"otelstream setting {name}={value!r}: a callable is needed")
                 values[name] = value
                 continue
+            if name == "semconv" and value not in names.SEMCONV_MODES:
+                raise ValueError(f"otelstream setting semconv={value!r}: one of {', '.join(names.SEMCONV_MODES)}")
             if isinstance(default, tuple) and isinstance(value, str):
                 value = _parse(name, default, value)
             elif isinstance(default, float) and (not isinstance(value, (int, float)) or not _valid_seconds(name, value)):
@@ -136,7 +163,7 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
             continue
         if name in _ARGUMENT_ONLY:
             continue
-        raw = env.get(ENV_PREFIX + name.upper())
+        raw = env.get(env_name(name))
         if raw is not None and raw.strip() != "":
-            values[name] = _parse(name, default, raw)
+            values[name] = semconv_from_opt_in(raw) if name == "semconv" else _parse(name, default, raw)
     return Settings(**values)

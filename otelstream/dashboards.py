@@ -74,6 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "stall_threshold_s setting, 30)",
     )
     parser.add_argument(
+        "--semconv",
+        choices=names.SEMCONV_MODES,
+        default=None,
+        help="the GenAI semantic conventions your services emit (default: the semconv setting, read from "
+        f"{names.SEMCONV_ENV}): latest queries the v0.1.0 gen_ai.client.inference.* series, dup reads them and "
+        "falls back to the default ones",
+    )
+    parser.add_argument(
         "--metric-attributes",
         metavar="KEYS",
         default=None,
@@ -104,6 +112,13 @@ def _configured_labels() -> list[str]:
     from otelstream import config
 
     return attribute_labels(config.load().metric_attributes)
+
+
+def _configured_semconv() -> str:
+    """The ``semconv`` setting (``OTEL_SEMCONV_STABILITY_OPT_IN``, as the services read it)."""
+    from otelstream import config
+
+    return config.load().semconv
 
 
 def with_attribute_variables(content: bytes, labels: list[str]) -> bytes:
@@ -197,6 +212,131 @@ def with_rule_settings(content: bytes, settings: RuleSettings) -> bytes:
     return text.encode("utf-8")
 
 
+# --- the semantic-convention versions (--semconv) -----------------------------------------------------------------
+# The shipped files query the default conventions' gen_ai.client.* series. For `latest` each such query is rewritten
+# to the v0.1.0 series; for `dup` to the new series `or` the old, each aggregated first, so where a process emits both
+# they are never added up, and a fleet still mid-migration (some processes on either) is read whole.
+_OLD_FAMILIES = (*names.SEMCONV_RENAMED, names.PROM_TOKEN_USAGE)
+_OLD = "|".join(re.escape(f) for f in _OLD_FAMILIES)
+_SUFFIX = r"(?P<suffix>_bucket|_sum|_count)"
+_OLD_SERIES = re.compile(rf"\b(?:{_OLD}){_SUFFIX}?\b")
+# `sum by (...) (rate(series{...}[range]))`: every query of a gen_ai.client.* series in the shipped files has this form
+_AGGREGATE = re.compile(
+    rf"sum by \((?P<by>[^)]*)\) \(\s*rate\((?P<family>{_OLD}){_SUFFIX}"
+    rf"(?P<sel>\{{[^}}]*\}})?\[(?P<range>[^\]]+)\]\)\s*\)"
+)
+# a rule test's input series (a `- series:` line and its `values:` line)
+_SERIES_ITEM = re.compile(
+    rf"^(?P<indent>[ \t]*)- series: '(?P<family>{_OLD}){_SUFFIX}(?P<sel>\{{[^']*\}})'\n"
+    r"(?P<vindent>[ \t]*)values: '(?P<values>[^']*)'\n",
+    re.M,
+)
+_TOKEN_TYPE = re.compile(rf'{names.LABEL_TOKEN_TYPE}="(?P<kind>[a-z]+)"')
+_USAGE_COUNTERS = {
+    names.TOKEN_TYPE_INPUT: names.PROM_USAGE_INPUT_TOKENS,
+    names.TOKEN_TYPE_OUTPUT: names.PROM_USAGE_OUTPUT_TOKENS,
+}
+_DOTTED_RENAMED = {
+    names.OTEL_OPERATION_DURATION: names.OTEL_INFERENCE_DURATION,
+    names.OTEL_TIME_TO_FIRST_CHUNK: names.OTEL_INFERENCE_TIME_TO_FIRST_CHUNK,
+    names.OTEL_TIME_PER_OUTPUT_CHUNK: names.OTEL_INFERENCE_TIME_PER_OUTPUT_CHUNK,
+}
+
+
+def _without_token_type(selector: str) -> tuple[str | None, str]:
+    """(the token type a selector names, the selector without that matcher)."""
+    found = _TOKEN_TYPE.search(selector)
+    if found is None:
+        return None, selector
+    rest = (selector[: found.start()] + selector[found.end() :]).replace("{, ", "{").replace(", }", "}")
+    rest = re.sub(r",\s*,", ",", rest)
+    return found["kind"], "" if rest == "{}" else rest
+
+
+def _usage_counter(kind: str) -> str:
+    if kind not in _USAGE_COUNTERS:
+        raise ValueError(f"no usage counter for the token type {kind!r}")
+    return _USAGE_COUNTERS[kind]
+
+
+def _latest_query(m: re.Match[str]) -> str:
+    """The latest conventions' form of one `sum by (...) (rate(...))` of a default series."""
+    by, family, suffix, sel, window = m["by"], m["family"], m["suffix"], m["sel"] or "", m["range"]
+    if family != names.PROM_TOKEN_USAGE:
+        return f"sum by ({by}) (rate({names.SEMCONV_RENAMED[family]}{suffix}{sel}[{window}]))"
+    if suffix != "_sum":
+        # a distribution across token types has no counterpart: the per-call histograms are one per type
+        raise ValueError(f"{family}{suffix} has no counterpart under the latest conventions")
+    kind, rest = _without_token_type(sel)
+    if kind is not None:
+        return f"sum by ({by}) (rate({_usage_counter(kind)}_total{rest}[{window}]))"
+    # the token types are separate counters now; their label is put back, so a grouping by it still works
+    parts = " or ".join(
+        f'label_replace(rate({counter}_total{sel}[{window}]), "{names.LABEL_TOKEN_TYPE}", "{kind}", "", "")'
+        for kind, counter in _USAGE_COUNTERS.items()
+    )
+    return f"sum by ({by}) ({parts})"
+
+
+def _dup_query(m: re.Match[str]) -> str:
+    old = re.sub(r"\s*\n\s*", " ", m[0]).replace("( ", "(").replace(" )", ")")
+    return f"({_latest_query(m)} or {old})"
+
+
+def _latest_series(m: re.Match[str]) -> str:
+    """A rule test's input series under the latest conventions' name (same values)."""
+    family, suffix, sel = m["family"], m["suffix"], m["sel"]
+    if family != names.PROM_TOKEN_USAGE:
+        name = names.SEMCONV_RENAMED[family] + suffix
+    else:
+        kind, sel = _without_token_type(sel)
+        if suffix != "_sum" or kind is None:
+            raise ValueError(f"{family}{suffix}{m['sel']} has no counterpart under the latest conventions")
+        name = _usage_counter(kind) + "_total"
+        modality = f'{names.LABEL_TOKEN_MODALITY}="{names.TOKEN_MODALITY_UNKNOWN}"'
+        sel = "{" + modality + "}" if not sel else sel[:-1] + "," + modality + "}"
+    return f"{m['indent']}- series: '{name}{sel}'\n{m['vindent']}values: '{m['values']}'\n"
+
+
+def with_semconv(rel: str, content: bytes, semconv: str) -> bytes:
+    """A shipped file for the gen_ai.client.* series of ``semconv`` (``names.SEMCONV_*``): the default conventions'
+    as shipped; ``latest``: the v0.1.0 series; ``dup``: the v0.1.0 series or, where a process emits none, the default
+    ones (a rule test's input series are then given under both names: the results must not change)."""
+    if semconv == names.SEMCONV_DEFAULT:
+        return content
+    if semconv not in names.SEMCONV_MODES:
+        raise ValueError(f"semconv {semconv!r}: one of {', '.join(names.SEMCONV_MODES)}")
+    query = _latest_query if semconv == names.SEMCONV_LATEST else _dup_query
+    if rel.endswith(".json"):
+        dashboard = json.loads(content)
+        exprs = []
+
+        def panels(items: list[Any]) -> None:
+            for panel in items:
+                for target in panel.get("targets", []):
+                    target["expr"] = _AGGREGATE.sub(query, target["expr"])
+                    exprs.append(target["expr"])
+                panels(panel.get("panels", []))
+
+        panels(dashboard.get("panels", []))
+        text = json.dumps(dashboard, indent=2, ensure_ascii=False) + "\n"
+        left = "\n".join(exprs)
+    else:
+        text = _AGGREGATE.sub(query, content.decode("utf-8"))
+        if semconv == names.SEMCONV_LATEST:
+            text = _SERIES_ITEM.sub(_latest_series, text)
+        else:
+            text = _SERIES_ITEM.sub(lambda m: _latest_series(m) + m[0], text)
+        left = re.sub(r"#[^\n]*", "", text)  # comments may name the old series: they query nothing
+    if semconv == names.SEMCONV_LATEST:
+        stray = sorted({m[0] for m in _OLD_SERIES.finditer(left)})
+        if stray:  # a query of a form the rewrite does not know: better no file than one that reads nothing
+            raise ValueError(f"{rel}: no latest-conventions rewrite for {', '.join(stray)}")
+        for old, new in _DOTTED_RENAMED.items():
+            text = text.replace(old, new)
+    return text.encode("utf-8")
+
+
 def source_root() -> Traversable:
     """The folder holding ``grafana/`` and ``prometheus/``: packaged data first, then the source checkout."""
     packaged = resources.files("otelstream") / "_dashboards"
@@ -224,30 +364,33 @@ def _walk(node: Traversable, prefix: str) -> Iterator[tuple[str, bytes]]:
             yield rel, child.read_bytes()
 
 
-def rendered_files(labels: list[str] | None = None, settings: RuleSettings | None = None) -> list[tuple[str, bytes]]:
-    """The shipped files as written: dashboards with a variable per attribute label, rules with the settings (their
-    unit tests only for the default settings, which they test)."""
+def rendered_files(
+    labels: list[str] | None = None, settings: RuleSettings | None = None, semconv: str = names.SEMCONV_DEFAULT
+) -> list[tuple[str, bytes]]:
+    """The shipped files as written: queries for the ``semconv`` conventions' series, dashboards with a variable per
+    attribute label, rules with the settings (their unit tests only for the default settings, which they test)."""
     settings = settings or RuleSettings()
     out = []
     for rel, shipped in shipped_files():
-        content = shipped
+        content = with_semconv(rel, shipped, semconv)
         if labels and rel.endswith(".json"):
-            content = with_attribute_variables(shipped, labels)
+            content = with_attribute_variables(content, labels)
         elif rel.endswith(".test.yml"):
             if not settings.default:
                 continue
         elif rel.endswith((".yml", ".yaml")):
-            content = with_rule_settings(shipped, settings)
+            content = with_rule_settings(content, settings)
         out.append((rel, content))
     return out
 
 
 def write(
-    dest: Path, *, force: bool = False, labels: list[str] | None = None, settings: RuleSettings | None = None
-) -> tuple[list[Path], list[Path]]:
-    """Write the shipped files under ``dest`` (the dashboards with a variable per attribute label, the rules with the
-    settings). Returns (written, conflicts); conflicts are left untouched."""
-    return _write_all(dest, rendered_files(labels, settings), force)
+    dest: Path, *, force: bool = False, labels: list[str] | None = None, settings: RuleSettings | None = None,
+    semconv: str = names.SEMCONV_DEFAULT,
+) -> tuple[list[Path], list[Path]]:  # fmt: skip
+    """Write the shipped files under ``dest`` (for the ``semconv`` conventions' series, the dashboards with a variable
+    per attribute label, the rules with the settings). Returns (written, conflicts); conflicts are left untouched."""
+    return _write_all(dest, rendered_files(labels, settings, semconv), force)
 
 
 def _write_all(dest: Path, files: list[tuple[str, bytes]], force: bool) -> tuple[list[Path], list[Path]]:
@@ -322,7 +465,8 @@ def run(args: argparse.Namespace) -> int:
         keys = getattr(args, "metric_attributes", None)
         labels = _configured_labels() if keys is None else attribute_labels(keys)
         settings = rule_settings(getattr(args, "slo_objective", None), getattr(args, "stall_threshold_s", None))
-        files = rendered_files(labels, settings)
+        semconv = getattr(args, "semconv", None) or _configured_semconv()
+        files = rendered_files(labels, settings, semconv)
         written, conflicts = _write_all(dest, files, bool(args.force))
         k8s = getattr(args, "k8s", None)
         if k8s is not None:

@@ -23,7 +23,7 @@ from otelstream.core.report import StreamReport
 from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_merge, last_values, points
+from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_families, chunk_merge, last_values, points
 from otelstream.export.watchdog import LiveStreams
 
 _PORT = names.LABEL_SERVER_PORT
@@ -124,16 +124,19 @@ class OtelMetricsSink:
     def close(self) -> None:
         self.instruments.sources.discard(self._live)
 
-    def record(self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...]) -> None:
+    def record(
+        self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...],
+        semconv: str | None = names.SEMCONV_DEFAULT,
+    ) -> None:  # fmt: skip
+        """``semconv``: the gen_ai.client.* instruments this stream records into (None: none, a GenAI peer's)."""
         # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
         ctx = trace.set_span_in_context(handle.span)
-        for family, label_values, value in points(report, common, handle.labels[-1]):
+        for family, label_values, value in points(report, common, handle.labels[-1], semconv):
             self._record(family, (family, label_values), int(value) if family in _COUNTERS else value, ctx)
         for family, label_values, value in last_values(report, common):
             self._i[family].set(value, self._attributes((family, label_values)), context=ctx)
         merge = list(chunk_merge(report))
-        if merge:
-            family = names.PROM_TIME_PER_OUTPUT_CHUNK
+        for family in chunk_families(semconv) if merge else ():
             key = (family, common)
             # Each bucket's mean, count times (exact placement, count and sum): one record (it carries the exemplar
             # context), then the rest weighted when the SDK allows it (otel_aggregations), else one record each.

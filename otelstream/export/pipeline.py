@@ -63,7 +63,8 @@ class Pipeline:
         self.settings = settings
         self.registry = registry if registry is not None else _default_registry()
         self.live = LiveStreams(settings.stall_threshold_s)
-        self.spans = SpanSink(tracer_provider, span_events=settings.span_events)
+        self.spans = SpanSink(tracer_provider, span_events=settings.span_events, semconv=settings.semconv)
+        self.semconv = settings.semconv  # which conventions' gen_ai.client.* metrics (read once, here)
         label_settings = (settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
         tables_now = LabelTables(*label_settings)
         schema = Schema(_metric_keys(settings.metric_attributes))
@@ -83,7 +84,7 @@ class Pipeline:
         tables: list[LabelTables] = []
         self.prometheus: prom.PrometheusSink | None = None
         if prom_on:
-            families = prom.families_for(self.registry, tables_now, schema)
+            families = prom.families_for(self.registry, tables_now, schema, settings.semconv)
             if families is not None:
                 tables.append(families.tables)
                 if families.schema.attribute_keys != schema.attribute_keys:
@@ -258,12 +259,14 @@ class Pipeline:
             common = handle.labels[:-1]
             with _guard.guard("export.labels"):
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
+            # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
+            semconv = None if handle.peer_metrics else self.semconv
             if self.prometheus is not None:
                 with _guard.guard("export.prometheus"):
-                    self.prometheus.record(report, handle, common)
+                    self.prometheus.record(report, handle, common, semconv)
             if self.otel is not None:
                 with _guard.guard("export.otel_metrics"):
-                    self.otel.record(report, handle, common)
+                    self.otel.record(report, handle, common, semconv)
         if self.reports is not None:
             self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():

@@ -33,6 +33,18 @@ _OWN: dict[str, tuple[str, ...]] = {
     names.PROM_REPORTS_DROPPED: (),
     names.PROM_RATELIMIT_REMAINING: (names.LABEL_KIND,),
     names.PROM_RATELIMIT_LIMIT: (names.LABEL_KIND,),
+    # the latest semantic conventions' (names.SEMCONV_*): the same labels as the families they replace, the usage
+    # counters by modality; the per-call token histograms have neither (failed calls are not recorded there)
+    names.PROM_INFERENCE_DURATION: (names.LABEL_ERROR_TYPE,),
+    names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK: (),
+    names.PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK: (),
+    names.PROM_USAGE_INPUT_TOKENS: (names.LABEL_TOKEN_MODALITY,),
+    names.PROM_USAGE_OUTPUT_TOKENS: (names.LABEL_TOKEN_MODALITY,),
+    names.PROM_USAGE_CACHE_READ_TOKENS: (names.LABEL_TOKEN_MODALITY,),
+    names.PROM_USAGE_CACHE_WRITE_TOKENS: (names.LABEL_TOKEN_MODALITY,),
+    names.PROM_USAGE_REASONING_TOKENS: (names.LABEL_TOKEN_MODALITY,),
+    names.PROM_OPERATION_INPUT_TOKENS: (),
+    names.PROM_OPERATION_OUTPUT_TOKENS: (),
 }
 # the built-in label names: an application attribute's label must not be one of them
 BUILTIN_LABELS = frozenset({*COMMON, *(label for own in _OWN.values() for label in own), "le", "quantile"})
@@ -93,15 +105,44 @@ class Spec:
     buckets: tuple[float, ...] = ()
 
 
-SPECS: tuple[Spec, ...] = (
-    Spec(names.PROM_OPERATION_DURATION, names.OTEL_OPERATION_DURATION, "histogram", "s",
-         "GenAI operation duration (request sent to end of stream)", names.DURATION_BUCKETS),
+_DURATION_DOC = "GenAI operation duration (request sent to end of stream)"
+_TTFC_DOC = "Time from request to the first output delta"
+_TPOC_DOC = "Time between consecutive output deltas as the caller received them"
+# the gen_ai.client.* instruments of the default conventions (names.SEMCONV_DEFAULT)
+GENAI_DEFAULT_SPECS: tuple[Spec, ...] = (
+    Spec(names.PROM_OPERATION_DURATION, names.OTEL_OPERATION_DURATION, "histogram", "s", _DURATION_DOC,
+         names.DURATION_BUCKETS),
     Spec(names.PROM_TOKEN_USAGE, names.OTEL_TOKEN_USAGE, "histogram", "{token}",
          "Tokens used, as the server reported them", names.TOKEN_BUCKETS),
-    Spec(names.PROM_TIME_TO_FIRST_CHUNK, names.OTEL_TIME_TO_FIRST_CHUNK, "histogram", "s",
-         "Time from request to the first output delta", names.TTFD_BUCKETS),
-    Spec(names.PROM_TIME_PER_OUTPUT_CHUNK, names.OTEL_TIME_PER_OUTPUT_CHUNK, "histogram", "s",
-         "Time between consecutive output deltas as the caller received them", names.TIME_PER_CHUNK_BUCKETS),
+    Spec(names.PROM_TIME_TO_FIRST_CHUNK, names.OTEL_TIME_TO_FIRST_CHUNK, "histogram", "s", _TTFC_DOC,
+         names.TTFD_BUCKETS),
+    Spec(names.PROM_TIME_PER_OUTPUT_CHUNK, names.OTEL_TIME_PER_OUTPUT_CHUNK, "histogram", "s", _TPOC_DOC,
+         names.TIME_PER_CHUNK_BUCKETS),
+)  # fmt: skip
+# the same measures under the latest conventions' names (names.SEMCONV_LATEST): same buckets
+GENAI_LATEST_SPECS: tuple[Spec, ...] = (
+    Spec(names.PROM_INFERENCE_DURATION, names.OTEL_INFERENCE_DURATION, "histogram", "s", _DURATION_DOC,
+         names.DURATION_BUCKETS),
+    Spec(names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK, names.OTEL_INFERENCE_TIME_TO_FIRST_CHUNK, "histogram", "s",
+         _TTFC_DOC, names.TTFD_BUCKETS),
+    Spec(names.PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK, names.OTEL_INFERENCE_TIME_PER_OUTPUT_CHUNK, "histogram", "s",
+         _TPOC_DOC, names.TIME_PER_CHUNK_BUCKETS),
+    Spec(names.PROM_USAGE_INPUT_TOKENS, names.OTEL_USAGE_INPUT_TOKENS, "counter", "{token}",
+         "Input tokens used, cached ones included, as the server reported them (0 when it reported none)"),
+    Spec(names.PROM_USAGE_OUTPUT_TOKENS, names.OTEL_USAGE_OUTPUT_TOKENS, "counter", "{token}",
+         "Output tokens used, reasoning ones included, as the server reported them (0 when it reported none)"),
+    Spec(names.PROM_USAGE_CACHE_READ_TOKENS, names.OTEL_USAGE_CACHE_READ_TOKENS, "counter", "{token}",
+         "Input tokens served from the provider's cache (0 when the server reported none)"),
+    Spec(names.PROM_USAGE_CACHE_WRITE_TOKENS, names.OTEL_USAGE_CACHE_WRITE_TOKENS, "counter", "{token}",
+         "Input tokens written to the provider's cache (0 when the server reported none)"),
+    Spec(names.PROM_USAGE_REASONING_TOKENS, names.OTEL_USAGE_REASONING_TOKENS, "counter", "{token}",
+         "Output tokens spent on reasoning (0 when the server reported none)"),
+    Spec(names.PROM_OPERATION_INPUT_TOKENS, names.OTEL_OPERATION_INPUT_TOKENS, "histogram", "{token}",
+         "Input tokens per successful call, as the server reported them", names.TOKEN_BUCKETS),
+    Spec(names.PROM_OPERATION_OUTPUT_TOKENS, names.OTEL_OPERATION_OUTPUT_TOKENS, "histogram", "{token}",
+         "Output tokens per successful call, as the server reported them", names.TOKEN_BUCKETS),
+)  # fmt: skip
+OWN_SPECS: tuple[Spec, ...] = (
     Spec(names.PROM_STREAMS, names.OTEL_STREAMS, "counter", "{stream}", "Streams by outcome"),
     Spec(names.PROM_TIME_TO_FIRST_EVENT, names.OTEL_TIME_TO_FIRST_EVENT, "histogram", "s",
          "Time from request to the first parsed event of any kind", names.DURATION_BUCKETS),
@@ -123,34 +164,84 @@ SPECS: tuple[Spec, ...] = (
     Spec(names.PROM_RATELIMIT_LIMIT, names.OTEL_RATELIMIT_LIMIT, "last", "{request_or_token}",
          "The rate limit (requests or tokens per window), as the server's headers said on the latest answer"),
 )  # fmt: skip
+SPECS: tuple[Spec, ...] = (*GENAI_DEFAULT_SPECS, *OWN_SPECS, *GENAI_LATEST_SPECS)  # every instrument there is
 SPEC_BY_PROM: dict[str, Spec] = {s.prom: s for s in SPECS}
+
+
+def emits_default(semconv: str | None) -> bool:
+    """Whether streams under this ``semconv`` setting record the default conventions' gen_ai.client.* metrics
+    (None: another instrumentation records them for the call, so none at all)."""
+    return semconv == names.SEMCONV_DEFAULT or semconv == names.SEMCONV_DUP
+
+
+def emits_latest(semconv: str | None) -> bool:
+    """Whether they record the latest conventions' (names.SEMCONV_LATEST, or both under names.SEMCONV_DUP)."""
+    return semconv == names.SEMCONV_LATEST or semconv == names.SEMCONV_DUP
+
+
+def specs_for(semconv: str) -> tuple[Spec, ...]:
+    """The instruments a pipeline with this ``semconv`` setting records into: its gen_ai.client.* ones and
+    otelstream's own."""
+    default = GENAI_DEFAULT_SPECS if emits_default(semconv) else ()
+    latest = GENAI_LATEST_SPECS if emits_latest(semconv) else ()
+    return (*default, *OWN_SPECS, *latest)
+
+
+def chunk_families(semconv: str | None) -> tuple[str, ...]:
+    """The time-per-output-chunk families a stream records into (merged from its local buckets, not via points)."""
+    out = (names.PROM_TIME_PER_OUTPUT_CHUNK,) if emits_default(semconv) else ()
+    return (*out, names.PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK) if emits_latest(semconv) else out
 
 _PROTOCOL_KINDS = frozenset(names.PROTOCOL_ANOMALY_KINDS)
 
 
 def points(
-    report: StreamReport, common: tuple[str, ...], surface: str
+    report: StreamReport, common: tuple[str, ...], surface: str, semconv: str | None = names.SEMCONV_DEFAULT
 ) -> Iterator[tuple[str, tuple[str, ...], float]]:
     """(family, label values, value) for every histogram observation and counter increment of one report;
-    ``common``: the stream's common label values (``labels.finished``).
+    ``common``: the stream's common label values (``labels.finished``); ``semconv``: which conventions' gen_ai.client.*
+    families to record into (``names.SEMCONV_*``), None for none (another instrumentation records them for this call).
 
-    The time-per-output-chunk histogram is not here: it is merged from the report's local buckets
+    The time-per-output-chunk histograms are not here: they are merged from the report's local buckets
     (``chunk_merge``), without one call per chunk.
     """
+    old, new = emits_default(semconv), emits_latest(semconv)
     # error_type is the error class: a closed set (never a provider code, which is unbounded server data); "" (absent)
     # for good outcomes
     klass = (report.error_class or names.EC_OTHER) if report.is_bad else ""
     if names.MEASURE_DURATION not in report.unobserved:  # else t_request was not stamped at the send
-        yield (names.PROM_OPERATION_DURATION, (*common, klass), report.duration_s)
+        if old:
+            yield (names.PROM_OPERATION_DURATION, (*common, klass), report.duration_s)
+        if new:
+            yield (names.PROM_INFERENCE_DURATION, (*common, klass), report.duration_s)
     usage = report.usage
-    if usage.input_tokens is not None:
-        yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
-    if usage.output_tokens is not None:
-        yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_OUTPUT), float(usage.output_tokens))
+    if old:
+        if usage.input_tokens is not None:
+            yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
+        if usage.output_tokens is not None:
+            yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_OUTPUT), float(usage.output_tokens))
+    if new:
+        # The conventions count every call's tokens, failed ones included (what a failed call consumed is still
+        # spent), and record 0 where the server reported none.
+        modal = (*common, names.TOKEN_MODALITY_UNKNOWN)
+        yield (names.PROM_USAGE_INPUT_TOKENS, modal, float(usage.input_tokens or 0))
+        yield (names.PROM_USAGE_OUTPUT_TOKENS, modal, float(usage.output_tokens or 0))
+        yield (names.PROM_USAGE_CACHE_READ_TOKENS, modal, float(usage.cache_read_input_tokens or 0))
+        yield (names.PROM_USAGE_CACHE_WRITE_TOKENS, modal, float(usage.cache_write_input_tokens or 0))
+        yield (names.PROM_USAGE_REASONING_TOKENS, modal, float(usage.reasoning_output_tokens or 0))
+        # Per-call distributions: a failed call's partial count would skew the percentiles, an unknown one is none.
+        if not report.is_bad:
+            if usage.input_tokens is not None:
+                yield (names.PROM_OPERATION_INPUT_TOKENS, common, float(usage.input_tokens))
+            if usage.output_tokens is not None:
+                yield (names.PROM_OPERATION_OUTPUT_TOKENS, common, float(usage.output_tokens))
     ttfd = report.time_to_first_delta_s
     # A resumed stream's first delta comes from a replay, not from the model: it would fake a fast TTFT.
     if ttfd is not None and not report.resumed:
-        yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
+        if old:
+            yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
+        if new:
+            yield (names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK, common, ttfd)
     # the failure phase, like the class: bad outcomes only, "" (absent) for good ones
     yield (names.PROM_STREAMS, (*common, surface, report.outcome, klass, report.failure_phase or ""), 1.0)
     ttfe = report.time_to_first_event_s

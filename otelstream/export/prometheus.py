@@ -34,7 +34,16 @@ from otelstream.export._sdk_internals import prometheus_histogram
 from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import SPECS, Schema, chunk_merge, last_values, points
+from otelstream.export.points import (
+    SPECS,
+    Schema,
+    Spec,
+    chunk_families,
+    chunk_merge,
+    last_values,
+    points,
+    specs_for,
+)
 from otelstream.export.watchdog import Counts, LiveStreams
 
 logger = logging.getLogger("otelstream")
@@ -102,7 +111,9 @@ class PromFamilies:
     """Every documented family in one registry, plus the label caps shared by all pipelines on it. The label names
     (``schema``: which application attributes are labels) are fixed when the families are created."""
 
-    def __init__(self, registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, tables: LabelTables, schema: Schema, semconv: str = names.SEMCONV_DEFAULT
+    ) -> None:
         self.registry = registry
         self.tables = tables
         self.schema = schema
@@ -111,22 +122,10 @@ class PromFamilies:
         self.live: _LiveCollector | None = None
         created: list[Any] = []
         try:
-            for spec in SPECS:
-                labelnames = schema.labelnames[spec.prom]
-                if spec.kind == "histogram":
-                    m: Any = _Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
-                elif spec.kind == "counter":
-                    m = _Counter(spec.prom, spec.doc, labelnames, registry=registry)
-                elif spec.kind == "last":
-                    # the latest value wins, across worker processes too (mostrecent, in multiprocess mode)
-                    m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="mostrecent")
-                elif self.multiprocess:
-                    # livesum: the sum over live processes (a dead worker's open streams are not open any more).
-                    m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="livesum")
-                else:
-                    continue  # single-process gauges come from the live collector below
-                created.append(m)
-                self.metrics[spec.prom] = m
+            # Only the chosen conventions' gen_ai.client.* families: a family without samples still shows its name
+            # in /metrics, and the switch promises the old names are gone.
+            for spec in specs_for(semconv):
+                self._create(spec, created)
             if not self.multiprocess:
                 self.live = _LiveCollector(schema)
                 registry.register(self.live)
@@ -140,6 +139,36 @@ class PromFamilies:
         if self.multiprocess:
             multiproc.sweep()  # a new run: the previous run's exited processes stop counting now
             self.clean_own_gauges()
+
+    def _create(self, spec: Spec, created: list[Any]) -> None:
+        labelnames = self.schema.labelnames[spec.prom]
+        registry = self.registry
+        if spec.kind == "histogram":
+            m: Any = _Histogram(spec.prom, spec.doc, labelnames, registry=registry, buckets=spec.buckets)
+        elif spec.kind == "counter":
+            m = _Counter(spec.prom, spec.doc, labelnames, registry=registry)
+        elif spec.kind == "last":
+            # the latest value wins, across worker processes too (mostrecent, in multiprocess mode)
+            m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="mostrecent")
+        elif self.multiprocess:
+            # livesum: the sum over live processes (a dead worker's open streams are not open any more).
+            m = Gauge(spec.prom, spec.doc, labelnames, registry=registry, multiprocess_mode="livesum")
+        else:
+            return  # single-process gauges come from the live collector
+        created.append(m)
+        self.metrics[spec.prom] = m
+
+    def ensure(self, semconv: str) -> None:
+        """The families of another ``semconv`` setting, when a later ``instrument()`` on this registry chose it
+        (those of the earlier one stay: their series keep their counts)."""
+        for spec in specs_for(semconv):
+            if spec.prom in self.metrics or spec.kind == "gauge":
+                continue
+            try:
+                self._create(spec, [])
+            except ValueError as exc:  # the name is someone else's on this registry: that family is not recorded
+                logger.warning("otelstream: Prometheus family %s not created: %s", spec.prom, exc)
+                return
 
     def clean_own_gauges(self) -> None:
         """Once per process (again in a forked child): otelstream's gauge values in this pid's file that this
@@ -159,14 +188,19 @@ _families: weakref.WeakKeyDictionary[CollectorRegistry, PromFamilies] = weakref.
 _families_lock = threading.Lock()
 
 
-def families_for(registry: CollectorRegistry, tables: LabelTables, schema: Schema) -> PromFamilies | None:
+def families_for(
+    registry: CollectorRegistry, tables: LabelTables, schema: Schema, semconv: str = names.SEMCONV_DEFAULT
+) -> PromFamilies | None:
     """The cached families of ``registry`` (``tables`` and ``schema`` are for families created now: existing ones
-    keep theirs); None (after one warning) when its names are taken by someone else."""
+    keep theirs; those ``semconv`` needs are added); None (after one warning) when its names are taken by someone
+    else."""
     with _families_lock:
         fam = _families.get(registry)
-        if fam is None:
+        if fam is not None:
+            fam.ensure(semconv)
+        else:
             try:
-                fam = PromFamilies(registry, tables, schema)
+                fam = PromFamilies(registry, tables, schema, semconv)
             except ValueError as exc:
                 logger.warning(
                     "otelstream: Prometheus metrics disabled: the registry already has a family with one of "
@@ -196,10 +230,17 @@ class PrometheusSink:
         if self.families.live is not None:
             self.families.live.sources.discard(self._live)
 
-    def record(self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...]) -> None:
+    def record(
+        self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...],
+        semconv: str | None = names.SEMCONV_DEFAULT,
+    ) -> None:  # fmt: skip
+        """``semconv``: the gen_ai.client.* families this stream records into (None: none, a GenAI peer's)."""
         exemplar = exemplar_for(handle) if self._exemplars else None
         now = time.time()
-        for family, label_values, value in points(report, common, handle.labels[-1]):
+        m = self._m
+        for family, label_values, value in points(report, common, handle.labels[-1], semconv):
+            if family not in m:
+                continue  # a family this registry could not create (its name taken): warned when it was tried
             child, parts = self._child(family, label_values)
             if family in _COUNTERS:
                 child.inc(value)
@@ -207,15 +248,17 @@ class PrometheusSink:
                 prometheus_histogram.observe(child, parts, value, exemplar, now)
         for family, label_values, value in last_values(report, common):
             self._child(family, label_values)[0].set(value)
-        self._merge_chunks(report, common, exemplar, now)
+        for family in chunk_families(semconv):
+            if family in m:
+                self._merge_chunks(report, family, common, exemplar, now)
 
     def _merge_chunks(
-        self, report: StreamReport, common: tuple[str, ...], exemplar: dict[str, str] | None, now: float
+        self, report: StreamReport, family: str, common: tuple[str, ...], exemplar: dict[str, str] | None, now: float
     ) -> None:
         merge = list(chunk_merge(report))
         if not merge:
             return
-        child, parts = self._child(names.PROM_TIME_PER_OUTPUT_CHUNK, common)
+        child, parts = self._child(family, common)
         if parts is not None and len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
             parts = None  # not the buckets the tracker counted in: one observe() per chunk
         # Each local bucket's count and the exact sum added at once: O(buckets) instead of O(chunks).

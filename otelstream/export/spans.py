@@ -31,34 +31,53 @@ Attrs = dict[str, AttributeValue]
 _STALL_MATCH_NS = 5_000_000  # a report stall within 5 ms of a live-reported one is the same stall
 
 
-def peer_span_current() -> bool:
-    """True when the current span is already the GenAI call's CLIENT span (Anthropic SDK or a named peer).
+def current_peer() -> str | None:
+    """The instrumentation scope of the current span when it is already the GenAI call's CLIENT span (Anthropic SDK
+    or a named peer; "" for an unnamed one), else None.
 
     Then otelstream nests an INTERNAL child instead of a second CLIENT span, so a trace has exactly one CLIENT
     span per call and token usage is counted once.
     """
     span = trace.get_current_span()
     if not span.is_recording():
-        return False
+        return None
     scope = getattr(span, "instrumentation_scope", None)
-    scope_name = getattr(scope, "name", None) or ""
+    scope_name: str = getattr(scope, "name", None) or ""
     if scope_name.startswith(names.GENAI_PEER_SCOPES):
-        return True
+        return scope_name
     if scope_name == names.TRACER_NAME:
-        return False  # our own span (e.g. a WebSocket connection span) is a parent, not a peer
+        return None  # our own span (e.g. a WebSocket connection span) is a parent, not a peer
     # An unnamed peer: a CLIENT span that already says it is a GenAI operation.
     if getattr(span, "kind", None) is SpanKind.CLIENT:
         attrs = getattr(span, "attributes", None) or {}
-        return names.ATTR_OPERATION_NAME in attrs
-    return False
+        if names.ATTR_OPERATION_NAME in attrs:
+            return scope_name
+    return None
+
+
+def peer_span_current() -> bool:
+    """True when the current span is already the GenAI call's CLIENT span (``current_peer``)."""
+    return current_peer() is not None
+
+
+def peer_records_metrics(scope_name: str | None) -> bool:
+    """Whether the GenAI peer whose CLIENT span a stream nests under records the gen_ai.client.* metrics of the call
+    itself (every one but those known to have no meter), so otelstream must not record them a second time."""
+    return scope_name is not None and not scope_name.startswith(names.GENAI_SCOPES_WITHOUT_METRICS)
 
 
 class SpanSink:
-    def __init__(self, tracer_provider: TracerProvider | None = None, *, span_events: bool = True) -> None:
+    def __init__(
+        self, tracer_provider: TracerProvider | None = None, *, span_events: bool = True,
+        semconv: str = names.SEMCONV_DEFAULT,
+    ) -> None:  # fmt: skip
         # With tracer_provider=None this is the global ProxyTracer: it follows a provider installed later.
         self.provider = tracer_provider
         self._tracer = trace.get_tracer(names.TRACER_NAME, __version__, tracer_provider=tracer_provider)
         self._span_events = span_events
+        # A span has one value per attribute, so under /dup it follows the latest conventions (their attributes keep
+        # the old names; only the values differ).
+        self._latest = semconv != names.SEMCONV_DEFAULT
 
     # --- caller's thread ------------------------------------------------------------------------------------
     def start(
@@ -73,11 +92,12 @@ class SpanSink:
         start_wall = wall_now - (mono_now - t_request)
 
         ctx: Context | None = None
-        internal = False
+        peer: str | None = None
         if isinstance(parent, ConnectionHandle):
             ctx = trace.set_span_in_context(parent.span)
         else:
-            internal = peer_span_current()
+            peer = current_peer()
+        internal = peer is not None
 
         # What a sampler may decide on (the semantic conventions' attributes "at span creation") and the
         # application's own; the rest of the request's attributes are set at the end, off the caller's thread
@@ -110,7 +130,7 @@ class SpanSink:
             span = trace.INVALID_SPAN
         return StreamHandle(
             span, start, tracker, labels, wall_now, mono_now, internal,
-            names.MAX_SPAN_EVENTS if self._span_events else 0,
+            names.MAX_SPAN_EVENTS if self._span_events else 0, peer_records_metrics(peer),
         )  # fmt: skip
 
     def connection_opened(self, server_address: str | None, server_port: int | None) -> ConnectionHandle:
@@ -153,7 +173,9 @@ class SpanSink:
         span = handle.span
         if not span.is_recording():
             return
-        attrs = report_attributes(report, internal=handle.internal)
+        attrs = report_attributes(
+            report, internal=handle.internal, latest=self._latest, choices=handle.start.request_choice_count or 1
+        )
         attrs.update(request_attributes(handle.start))
         span.set_attributes(attrs)
         if handle.events_left > 0:
@@ -172,6 +194,9 @@ class SpanSink:
         if span.is_recording():
             attrs = request_attributes(handle.start)
             attrs.update({names.ATTR_OUTCOME: names.ABANDONED, names.ATTR_ABANDONED_REASON: names.ABANDON_GC})
+            if self._latest:  # no finish reason came for any choice
+                choices = handle.start.request_choice_count or 1
+                attrs[names.ATTR_RESPONSE_FINISH_REASONS] = (names.FINISH_REASON_ERROR,) * choices
             span.set_attributes(attrs)
             span.end()
 
@@ -238,9 +263,10 @@ def request_attributes(start: StreamStart) -> Attrs:
     return a
 
 
-def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
+def report_attributes(report: StreamReport, *, internal: bool, latest: bool = False, choices: int = 1) -> Attrs:
     """Span attributes from a report, strings cleaned. ``internal``: the SDK's/peer's CLIENT span carries usage and
-    TTFT already."""
+    TTFT already. ``latest``: as the latest semantic conventions ask (``finish_reasons`` padded with ``error`` up to
+    the ``choices`` the call asked for, cache and reasoning token counts only when not zero)."""
     a: Attrs = {
         names.ATTR_OUTCOME: report.outcome,
         names.ATTR_MAX_WAIT: report.max_wait_s,
@@ -287,8 +313,12 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         a[names.ATTR_RESPONSE_MODEL] = report.response_model
     if report.response_id:
         a[names.ATTR_RESPONSE_ID] = report.response_id
-    if report.finish_reasons:
-        a[names.ATTR_RESPONSE_FINISH_REASONS] = tuple(report.finish_reasons)  # what the SDK would store
+    reasons = tuple(report.finish_reasons)  # what the SDK would store
+    if latest and report.outcome in names.FINISH_REASON_PADDED_OUTCOMES and len(reasons) < choices:
+        # a finish reason was expected for each choice the stream did not finish: the conventions say `error`
+        reasons += (names.FINISH_REASON_ERROR,) * (choices - len(reasons))
+    if reasons:
+        a[names.ATTR_RESPONSE_FINISH_REASONS] = reasons
     if report.is_bad:
         # the provider's code as sent where there is one (a trace query finds the exact cause), else the class
         klass = report.error_class or names.EC_OTHER
@@ -301,14 +331,16 @@ def report_attributes(report: StreamReport, *, internal: bool) -> Attrs:
         if report.time_to_first_delta_s is not None:
             a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s
         u = report.usage
+        for key, value in ((names.ATTR_USAGE_INPUT, u.input_tokens), (names.ATTR_USAGE_OUTPUT, u.output_tokens)):
+            if value is not None:
+                a[key] = value
         for key, value in (
-            (names.ATTR_USAGE_INPUT, u.input_tokens),
-            (names.ATTR_USAGE_OUTPUT, u.output_tokens),
             (names.ATTR_USAGE_CACHE_READ, u.cache_read_input_tokens),
             (names.ATTR_USAGE_CACHE_WRITE, u.cache_write_input_tokens),
             (names.ATTR_USAGE_REASONING, u.reasoning_output_tokens),
         ):
-            if value is not None:
+            # the latest conventions: a breakdown only where the provider reported a non-zero count
+            if value is not None and (value or not latest):
                 a[key] = value
     clean_attributes(a)
     return a
