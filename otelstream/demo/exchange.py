@@ -36,6 +36,8 @@ class RequestRecord:
     fault: str
     request_headers: dict[str, str]
     request_json: Any
+    # what the answer said of rate limits (the only response headers kept: tests compare otelstream's gauges to them)
+    ratelimit_headers: dict[str, str] = field(default_factory=dict)
     response_id: str | None = None
     stream_id: str | None = None
     status: int = 0  # HTTP status sent (101 for WebSocket responses, 0 when none was sent)

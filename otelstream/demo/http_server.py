@@ -244,7 +244,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id" if surface == names.MESSAGES else "x-request-id", request_id)
         self.send_header(REQUEST_HEADER, str(rec.index))
         self.send_header(FAULT_HEADER, rec.fault)
-        for name, value in self.server.provider.ratelimit_headers(rec, surface, rec.fault == F.HTTP_429).items():
+        rec.ratelimit_headers = self.server.provider.ratelimit_headers(rec, surface, rec.fault == F.HTTP_429)
+        for name, value in rec.ratelimit_headers.items():
             self.send_header(name, value)
 
     def _json_error(self, rec: RequestRecord, status: int, kind: str, message: str, surface: str | None = None) -> None:

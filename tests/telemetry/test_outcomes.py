@@ -178,7 +178,7 @@ def expected_attributes(
     return a
 
 
-def expected_samples(surface: str, outcome: str, seen: Seen, port: int) -> dict[Any, float]:
+def expected_samples(surface: str, outcome: str, seen: Seen, port: int, ratelimits: dict[str, str]) -> dict[Any, float]:
     w = WANT[(surface, outcome)]
     live = {
         names.LABEL_PROVIDER: names.PROVIDER_ANTHROPIC if surface == M else names.PROVIDER_OPENAI,
@@ -205,6 +205,10 @@ def expected_samples(surface: str, outcome: str, seen: Seen, port: int) -> dict[
         out[key("otelstream_stream_time_to_first_output_seconds_count", **s)] = 1  # the answer is all output
     if w.deltas > 1:
         out[key("gen_ai_client_operation_time_per_output_chunk_seconds_count", **common)] = w.deltas - 1
+    for header, value in ratelimits.items():  # the headroom the answer announced, read at the send
+        kind, remaining = names.RATELIMIT_HEADERS[header]
+        family = names.PROM_RATELIMIT_REMAINING if remaining else names.PROM_RATELIMIT_LIMIT
+        out[key(family, **common, kind=kind)] = float(value)
     if w.output_tokens is not None:
         for token_type, value in (("input", _server_usage(surface, seen)), ("output", w.output_tokens)):
             assert value is not None
@@ -257,7 +261,7 @@ def check(tel: Telemetry, provider: FakeProvider, surface: str, outcome: str, se
     else:
         assert span.status.status_code is StatusCode.UNSET
 
-    assert tel.samples() == expected_samples(surface, outcome, seen, provider.port)
+    assert tel.samples() == expected_samples(surface, outcome, seen, provider.port, rec.ratelimit_headers)
 
 
 @pytest.mark.parametrize(("surface", "outcome"), CASES)
