@@ -358,13 +358,16 @@ def test_retry_counts_last_attempt(rec: RecordingListener, spec: Surface, is_asy
     assert r.time_to_first_delta_ns is not None and r.time_to_first_delta_ns < 400_000_000
 
 
-def test_cancelled_async(rec: RecordingListener) -> None:
-    d = Driver(SURFACES[0], True)
+@pytest.mark.parametrize("spec", [s for s in SURFACES if not s.resumed], ids=[s.id for s in SURFACES if not s.resumed])
+def test_cancelled_async(rec: RecordingListener, spec: Surface) -> None:
+    """A task cancelled while its pull waits for the server: abandoned (cancel), on every surface."""
+    d = Driver(spec, True)
+    before = bodies.first_delta_index(bodies.frames_for(PATH[spec.surface], "ok"))  # the server holds the rest
     try:
         stream = d.open(**{"x-slow": "5"})
 
         async def go() -> None:
-            for _ in range(3):  # the events before the first delta, which the server holds back
+            for _ in range(before):
                 await stream.__anext__()
             task = asyncio.ensure_future(stream.__anext__())
             await asyncio.sleep(0.05)

@@ -164,7 +164,7 @@ def frames_for(path: str, variant: str) -> list[bytes]:
     return responses(variant)
 
 
-def _first_delta_index(frames: list[bytes]) -> int:
+def first_delta_index(frames: list[bytes]) -> int:
     for i, f in enumerate(frames):
         if b'"Hel"' in f:
             return i
@@ -212,7 +212,7 @@ class Server:
             frames = resume_filter(frames, int(after))
         drop_at = len(frames) // 2 if variant == "drop" else None  # before the terminal event
         slow = float(h.get("x-slow", "0"))
-        pause_at = _first_delta_index(frames)
+        pause_at = first_delta_index(frames)
         headers = {"content-type": "text/event-stream", "x-request-id": "req_123", "request-id": "req_123"}
         args = (frames, drop_at, slow, pause_at, http.RemoteProtocolError)
         body = self._abody(*args) if self.is_async else self._body(*args)
