@@ -236,7 +236,7 @@ def test_trailing_done_on_responses(rec: RecordingListener, scripted: ScriptedSe
 def test_scripted_pause_before_first_delta(rec: RecordingListener, scripted: ScriptedServer, surface: str,
                                            is_async: bool) -> None:  # fmt: skip
     frames = FRAMES[surface]("ok")
-    first = bodies._first_delta_index(frames)
+    first = bodies.first_delta_index(frames)
     seen = play(scripted, surface, [*frames[:first], Pause(0.2), *frames[first:]], is_async)
     assert seen.exc is None
     r = rec.one()
