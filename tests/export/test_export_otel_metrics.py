@@ -73,11 +73,29 @@ def feed_attributed(p: Any, clock: Clock) -> None:
     assert p.flush(5.0)
 
 
+# the gen_ai.client.* series each semantic-convention setting must show (both paths alike), and those it must not
+_GENAI_OLD = ("gen_ai_client_token_usage_bucket", "gen_ai_client_operation_duration_seconds_count",
+              "gen_ai_client_operation_time_per_output_chunk_seconds_bucket",
+              "gen_ai_client_operation_time_to_first_chunk_seconds_count")  # fmt: skip
+_GENAI_NEW = ("gen_ai_client_inference_duration_seconds_count",
+              "gen_ai_client_inference_time_per_output_chunk_seconds_bucket",
+              "gen_ai_client_inference_time_to_first_chunk_seconds_count",
+              "gen_ai_client_inference_usage_input_tokens_total", "gen_ai_client_inference_usage_output_tokens_total",
+              "gen_ai_client_inference_usage_cache_read_input_tokens_total",
+              "gen_ai_client_inference_usage_cache_write_input_tokens_total",
+              "gen_ai_client_inference_usage_reasoning_output_tokens_total",
+              "gen_ai_client_inference_operation_input_tokens_bucket",
+              "gen_ai_client_inference_operation_output_tokens_count")  # fmt: skip
+_GENAI_SERIES = {names.SEMCONV_DEFAULT: (_GENAI_OLD, _GENAI_NEW), names.SEMCONV_LATEST: (_GENAI_NEW, _GENAI_OLD),
+                 names.SEMCONV_DUP: (_GENAI_OLD + _GENAI_NEW, ())}  # fmt: skip
+
+
+@pytest.mark.parametrize("semconv", names.SEMCONV_MODES)
 @pytest.mark.parametrize("metric_attributes", [(), ("tenant.id", "user.n")], ids=["plain", "attributes"])
 def test_parity_with_prometheus_metric_reader(
-    make_pipeline: Any, clock: Clock, metric_attributes: tuple[str, ...]
+    make_pipeline: Any, clock: Clock, metric_attributes: tuple[str, ...], semconv: str
 ) -> None:
-    settings: dict[str, Any] = {"metric_attributes": metric_attributes, "model_label_cap": 3}
+    settings: dict[str, Any] = {"metric_attributes": metric_attributes, "model_label_cap": 3, "semconv": semconv}
     native_reg = CollectorRegistry()
     native = make_pipeline(registry=native_reg, **settings)
     feed(native, clock)
@@ -104,17 +122,22 @@ def test_parity_with_prometheus_metric_reader(
     for key, value in a.items():
         assert b[key] == pytest.approx(value), key
     names_seen = {name for name, _ in a}
+    durations = ("gen_ai_client_operation_duration_seconds_count", "gen_ai_client_inference_duration_seconds_count")
     classes = {dict(labels).get("error_type") for name, labels in a
-               if name in ("otelstream_streams_total", "gen_ai_client_operation_duration_seconds_count")}  # fmt: skip
+               if name == "otelstream_streams_total" or name in durations}  # fmt: skip
     assert classes == {None, "cut", "_OTHER", "rate_limited", "overloaded", "server_error"}
+    for name in durations:  # each duration family the setting records has every class
+        if name in names_seen:
+            assert {dict(labels).get("error_type") for n, labels in a if n == name} == classes
+    shown, absent = _GENAI_SERIES[semconv]
+    assert set(shown) <= names_seen, sorted(set(shown) - names_seen)
+    assert names_seen.isdisjoint(absent), sorted(names_seen & set(absent))
     phases = {(dict(labels)["outcome"], dict(labels).get("phase")) for name, labels in a
               if name == "otelstream_streams_total"}  # fmt: skip
     assert phases == {("completed", None), ("cut", "during_output"), ("http_error", "before_output"),
                       ("error", "during_output"), ("error", "before_output")}  # fmt: skip
-    for expected in ("otelstream_streams_total", "gen_ai_client_token_usage_bucket",
-                     "gen_ai_client_operation_duration_seconds_count", "otelstream_streams_active",
+    for expected in ("otelstream_streams_total", "otelstream_streams_active",
                      "otelstream_streams_stalled", "otelstream_stream_sequence_anomalies_total",
-                     "gen_ai_client_operation_time_per_output_chunk_seconds_bucket",
                      "otelstream_stream_time_to_first_output_seconds_bucket"):  # fmt: skip
         assert expected in names_seen
     mp.shutdown()
