@@ -221,7 +221,9 @@ def load_file(path: str, defaults: Mapping[str, Any] | None = None) -> list[Targ
     except UnicodeDecodeError as exc:
         raise ProbeError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ProbeError(f"{path}: invalid TOML: {exc}") from None
+        # the message ends "(at line L, column C)"; the line leads the error, as for every other mistake
+        found = re.search(r"at line (\d+)", str(exc))
+        raise ProbeError(f"{path}:{found.group(1) if found else 1}: invalid TOML: {exc}") from None
     return parse(data, text, path, defaults or {})
 
 

@@ -54,6 +54,7 @@ class Script:
     served: threading.Event = field(default_factory=threading.Event)
     fail_first: int = 0  # requests still to answer with a retryable 503
     bodies: list[bytes] = field(default_factory=list)  # the request bodies received, in order
+    heads: list[dict[str, str]] = field(default_factory=list)  # their headers (lower-case names), in order
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -86,6 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with script.lock:
             script.bodies.append(request_body)
+            script.heads.append({k.lower(): v for k, v in self.headers.items()})
             retry = script.fail_first > 0
             script.fail_first -= retry
         if retry:
@@ -188,6 +190,10 @@ class ScriptedServer:
     def bodies(self, key: str) -> list[bytes]:
         """The request bodies the script has received (what the client asked for)."""
         return list(self._http.scripts[key].bodies)
+
+    def headers(self, key: str) -> list[dict[str, str]]:
+        """The headers of each request the script has received (names in lower case)."""
+        return list(self._http.scripts[key].heads)
 
     def served(self, key: str, timeout: float = 5.0) -> bool:
         return self._http.scripts[key].served.wait(timeout)
