@@ -11,16 +11,16 @@ cd "$(dirname "$0")/.."
 
 # Keep README.md's "Frameworks" list and docs/frameworks.md in step with these.
 FRAMEWORKS=(
-  "langchain-openai==1.7.4"
+  "langchain-openai==1.8.1"
   "langchain-anthropic==1.7.10"
   "openai-agents==0.24.0"
-  "pydantic-ai-slim[openai,anthropic]==2.68.0"  # pydantic-ai without the other providers' SDKs
+  "pydantic-ai-slim[openai,anthropic]==2.78.0"  # pydantic-ai without the other providers' SDKs
   "litellm==1.110.2"
   "llama-index-llms-openai==0.1.27"
 )
 # The SDK (and HTTP client) releases these were verified with (the main run tests the newest SDKs,
 # .ci/oldest-sdks.sh the oldest).
-SDKS=("openai==3.57.0" "anthropic==2.15.0" "httpx==0.28.1")  # httpx: litellm's own client (the SDKs use httpx2)
+SDKS=("openai==3.63.0" "anthropic==2.17.0" "httpx==0.28.1")  # httpx: litellm's own client (the SDKs use httpx2)
 
 if [ -n "${COMPAT_VENV:-}" ]; then
   VENV="$COMPAT_VENV"

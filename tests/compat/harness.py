@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -182,9 +183,12 @@ Run = Callable[[str, bool], Seen]
 
 
 def _scrub(obj: Any, url: str) -> Any:
-    """``obj`` with the run's own base URL (each run has its script's) in any string replaced by one placeholder."""
+    """``obj`` with the run's own base URL (each run has its script's) in any string replaced by one placeholder, and
+    its path too (anthropic 2.17+ names the request's path in its error messages)."""
     if isinstance(obj, str):
-        return obj.replace(url, "<base_url>")
+        path = urlsplit(url).path.rstrip("/")
+        obj = obj.replace(url, "<base_url>")
+        return obj.replace(path, "<base_path>") if len(path) > 1 else obj
     if isinstance(obj, Seen):
         return Seen(_scrub(obj.items, url), _scrub(obj.result, url), _scrub(obj.raised, url))
     if isinstance(obj, dict):
