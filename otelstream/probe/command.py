@@ -168,7 +168,7 @@ def _run(targets: list[Target], options: RunOptions, args: argparse.Namespace, m
 
     for target in targets:  # a missing SDK is an argument error, said before any request
         requests.require_sdk(target)
-    session = Session(len(targets), serve=args.serve)
+    session = Session([t.surface for t in targets], serve=args.serve)
     session.start()
     try:
         if monitor:

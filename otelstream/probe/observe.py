@@ -13,11 +13,13 @@ import contextlib
 import itertools
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from otelstream import config, names
 from otelstream.core.report import StreamReport
 from otelstream.otel_env import meter_provider_from_env, tracer_provider_from_env
+from otelstream.probe import requests
 from otelstream.probe.config import ProbeError
 
 logger = logging.getLogger("otelstream")
@@ -64,11 +66,12 @@ def _settle(future: asyncio.Future[StreamReport], report: StreamReport) -> None:
 
 
 class Session:
-    """Instrumented for the probe from ``start()`` to ``close()``; ``/metrics`` served when ``serve`` is given."""
+    """Instrumented for the probe from ``start()`` to ``close()``; ``/metrics`` served when ``serve`` is given.
+    ``surfaces``: one per target (their number bounds the probe_name label's cap)."""
 
-    def __init__(self, targets: int, serve: int | None = None) -> None:
+    def __init__(self, surfaces: Sequence[str], serve: int | None = None) -> None:
         self.inbox = Inbox()
-        self._targets = targets
+        self._surfaces = tuple(surfaces)
         self._serve = serve
         self.registry: Any = None
         self.metrics_url: str | None = None
@@ -86,6 +89,7 @@ class Session:
         settings = config.load()
         if not settings.enabled:
             raise ProbeError("otelstream is disabled (OTELSTREAM_ENABLED=false): the probe sees streams through it")
+        asyncio.run(requests.warm_up(self._surfaces))  # before instrumenting: none of it is observed
         missing: list[str] = []
         tracer_provider = tracer_provider_from_env(missing)
         meter_provider = meter_provider_from_env(missing, settings.otel_metrics)
@@ -98,7 +102,7 @@ class Session:
         instrumentation.instrument(
             tracer_provider=tracer_provider, meter_provider=meter_provider, registry=self.registry,
             on_report=self.inbox.deliver, metric_attributes=keys,
-            model_label_cap=max(settings.model_label_cap, self._targets),
+            model_label_cap=max(settings.model_label_cap, len(self._surfaces)),
         )  # fmt: skip
         if self._serve is not None:
             addr = settings.prometheus_addr

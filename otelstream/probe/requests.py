@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -107,6 +108,30 @@ async def attempt(client: Any, target: Target, timeout_s: float) -> Attempt:
         await asyncio.gather(task, return_exceptions=True)
         return Attempt(None, connected[0], True, time.monotonic() - t0)
     return Attempt(task.exception(), connected[0], False, time.monotonic() - t0)
+
+
+async def warm_up(surfaces: Iterable[str]) -> None:
+    """One stream per surface through its SDK over the doctor's mock transport (no socket), before otelstream
+    observes anything: the SDK's one-time set-up at its first event (building its event models: tens of ms, more in
+    a cold process) would otherwise be the first row's time to first delta. A WebSocket response is parsed by the
+    same models as Responses over SSE. Best effort: a failure here only leaves the first row slower."""
+    from otelstream.doctor import bodies, clients, faults
+
+    warm = faults.FAULTS[0]  # "completed": a whole, healthy answer
+    for surface in sorted({names.RESPONSES if s == names.RESPONSES_WEBSOCKET else s for s in surfaces}):
+        sdk = clients.SDK_BY_SURFACE[surface]
+        if not clients.installed(sdk):
+            continue
+        client = clients.make_client(sdk, {"warm": bodies.serve(surface, warm)}, is_async=True)
+        try:
+            stream = await clients.OPENERS[surface](client, "warm")
+            async with stream:
+                async for _ in stream:
+                    pass
+        except Exception as exc:  # best effort: the probe runs either way
+            logging.getLogger("otelstream").debug("otelstream probe: warm-up of %s failed: %r", surface, exc)
+        finally:
+            await client.close()
 
 
 async def _run(client: Any, target: Target, timeout_s: float, connected: list[bool]) -> None:
