@@ -220,9 +220,10 @@ _OLD_FAMILIES = (*names.SEMCONV_RENAMED, names.PROM_TOKEN_USAGE)
 _OLD = "|".join(re.escape(f) for f in _OLD_FAMILIES)
 _SUFFIX = r"(?P<suffix>_bucket|_sum|_count)"
 _OLD_SERIES = re.compile(rf"\b(?:{_OLD}){_SUFFIX}?\b")
-# `sum by (...) (rate(series{...}[range]))`: every query of a gen_ai.client.* series in the shipped files has this form
+# `sum [by|without (...)] (rate(series{...}[range]))`: every query of a gen_ai.client.* series in the shipped files has
+# this form (a test holds them to it)
 _AGGREGATE = re.compile(
-    rf"sum by \((?P<by>[^)]*)\) \(\s*rate\((?P<family>{_OLD}){_SUFFIX}"
+    rf"(?P<agg>sum(?:\s*(?:by|without)\s*\([^)]*\))?)\s*\(\s*rate\((?P<family>{_OLD}){_SUFFIX}"
     rf"(?P<sel>\{{[^}}]*\}})?\[(?P<range>[^\]]+)\]\)\s*\)"
 )
 # a rule test's input series (a `- series:` line and its `values:` line)
@@ -260,22 +261,22 @@ def _usage_counter(kind: str) -> str:
 
 
 def _latest_query(m: re.Match[str]) -> str:
-    """The latest conventions' form of one `sum by (...) (rate(...))` of a default series."""
-    by, family, suffix, sel, window = m["by"], m["family"], m["suffix"], m["sel"] or "", m["range"]
+    """The latest conventions' form of one `sum ... (rate(...))` of a default series."""
+    agg, family, suffix, sel, window = m["agg"], m["family"], m["suffix"], m["sel"] or "", m["range"]
     if family != names.PROM_TOKEN_USAGE:
-        return f"sum by ({by}) (rate({names.SEMCONV_RENAMED[family]}{suffix}{sel}[{window}]))"
+        return f"{agg} (rate({names.SEMCONV_RENAMED[family]}{suffix}{sel}[{window}]))"
     if suffix != "_sum":
         # a distribution across token types has no counterpart: the per-call histograms are one per type
         raise ValueError(f"{family}{suffix} has no counterpart under the latest conventions")
     kind, rest = _without_token_type(sel)
     if kind is not None:
-        return f"sum by ({by}) (rate({_usage_counter(kind)}_total{rest}[{window}]))"
+        return f"{agg} (rate({_usage_counter(kind)}_total{rest}[{window}]))"
     # the token types are separate counters now; their label is put back, so a grouping by it still works
     parts = " or ".join(
         f'label_replace(rate({counter}_total{sel}[{window}]), "{names.LABEL_TOKEN_TYPE}", "{kind}", "", "")'
         for kind, counter in _USAGE_COUNTERS.items()
     )
-    return f"sum by ({by}) ({parts})"
+    return f"{agg} ({parts})"
 
 
 def _dup_query(m: re.Match[str]) -> str:
