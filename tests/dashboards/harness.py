@@ -54,6 +54,7 @@ LABELS = frozenset(
         names.LABEL_KIND,
         names.LABEL_ERROR_TYPE,
         names.LABEL_PHASE,
+        names.LABEL_PROBE_NAME,  # otelstream probe's metric attribute: the probe row and OtelstreamProbeFailing
         "le",
         "job",
         "instance",

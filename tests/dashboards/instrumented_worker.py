@@ -9,7 +9,8 @@ otelstream.rules.yml but the traffic one within seconds: per label set more than
 transport_error, http_error), more than 10 % incomplete and abandoned, more than 5 % first deltas later than
 2.56 s, stalls longer than the stall threshold, and sequence gaps. The ``healthy`` mix completes every stream.
 Spans go to an SDK TracerProvider without exporters, so the histograms carry exemplars. Streams carry the
-application attribute ``tenant`` as a metric label (``acme`` or ``globex``; every third stream none).
+application attribute ``tenant`` as a metric label (``acme`` or ``globex``; every third stream none), and every
+fourth stream ``probe_name`` (``synthetic``), as ``otelstream probe`` labels its own: the dashboard's probe row.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from otelstream.demo.provider import serve
 STALL_THRESHOLD_S = 0.3
 THREADS = {"faults": 12, "healthy": 3}
 TENANTS = ("acme", "globex", "")  # "": a stream started outside any attributes() block
+PROBES = ("synthetic", "", "", "")  # cycles apart from the tenants (3 and 4 are coprime)
 # (surface, fault, extra headers): a round-robin plan, so every label set sees every fault it can have
 PLAN: list[tuple[str, str, dict[str, str]]] = []
 for surface in ("responses", "chat_completions", "messages"):
@@ -98,7 +100,8 @@ def main() -> None:
     stopped = threading.Event()
     signal.signal(signal.SIGUSR1, lambda signum, frame: stopped.set())
     otelstream.instrument(
-        tracer_provider=TracerProvider(), stall_threshold_s=STALL_THRESHOLD_S, metric_attributes=("tenant",)
+        tracer_provider=TracerProvider(), stall_threshold_s=STALL_THRESHOLD_S,
+        metric_attributes=("tenant", "probe_name"),
     )
     otelstream.start_metrics_server(port=port, addr="127.0.0.1")
     with serve(websocket=False) as provider:
@@ -106,15 +109,16 @@ def main() -> None:
         an = anthropic.Anthropic(**provider.anthropic_kwargs(max_retries=0, timeout=10.0))
         plan = itertools.cycle(HEALTHY_PLAN if mix == "healthy" else PLAN)
         tenants = itertools.cycle(TENANTS)
+        probes = itertools.cycle(PROBES)
         lock = threading.Lock()
 
         def work() -> None:
             while not stopped.is_set():
                 with lock:
                     surface, fault, extra = next(plan)
-                    tenant = next(tenants)
+                    attrs = {k: v for k, v in (("tenant", next(tenants)), ("probe_name", next(probes))) if v}
                 # the faults raise by design (in-band errors, resets, HTTP 500)
-                with contextlib.suppress(Exception), otelstream.attributes(**({"tenant": tenant} if tenant else {})):
+                with contextlib.suppress(Exception), otelstream.attributes(**attrs):
                     stream_once(oa, an, surface, fault, extra)
 
         for n in range(THREADS[mix]):

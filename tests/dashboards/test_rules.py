@@ -40,6 +40,7 @@ EXPECTED_ALERTS = {
     "OtelstreamErrorBudgetBurnSlow",
     "OtelstreamRateLimitHeadroomLow",
     "OtelstreamSelfCheckFailed",
+    "OtelstreamProbeFailing",
 }
 RULE_TESTS = sorted((DASHBOARDS / "prometheus").glob("*.test.yml"))
 
