@@ -464,7 +464,7 @@ VERDICT_NO_USAGE: Final = ANOM_USAGE_MISSING  # chat: the anomaly; elsewhere a t
 VERDICT_KEEPALIVE_GAP: Final = "keepalive_gap"  # two keepalives further apart than a proxy's read timeout
 VERDICT_SILENT_WAIT: Final = "silent_wait"  # a wait without any keepalive longer than that timeout
 VERDICT_SLOW_FIRST_DELTA: Final = "slow_first_delta"  # first delta later than the TTFD budget (a note)
-VERDICT_NO_REPORT: Final = "no_report"  # otelstream made no report (a WebSocket handshake that failed)
+VERDICT_NO_REPORT: Final = "no_report"  # otelstream made no report of a stream in time (not expected)
 VERDICT_UNREACHABLE: Final = "unreachable"  # every request failed to connect
 # fail: counts for --strict; note: said, not failed
 VERDICT_FAIL: Final = "fail"

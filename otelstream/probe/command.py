@@ -78,13 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "the SDK's own, OPENAI_API_KEY / ANTHROPIC_API_KEY, when set)")  # fmt: skip
     one.add_argument("--name", help="the target's name, the probe_name label (default: host-surface)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file of [[target]] tables (docs/probe.md)")
-    parser.add_argument("--requests", type=_int(1, C.MAX_REQUESTS), default=None,
+    parser.add_argument("--requests", type=_int(1, C.MAX_REQUESTS), default=None, metavar="N",
                         help=f"requests per target and round (default {C.DEFAULT_REQUESTS}; a file's own win)")
-    parser.add_argument("--concurrency", type=_int(1, C.MAX_CONCURRENCY), default=1,
+    parser.add_argument("--concurrency", type=_int(1, C.MAX_CONCURRENCY), default=1, metavar="N",
                         help="requests open at once per target (default 1)")  # fmt: skip
-    parser.add_argument("--max-output-tokens", type=_int(1, C.MAX_OUTPUT_TOKENS), default=None,
+    parser.add_argument("--max-output-tokens", type=_int(1, C.MAX_OUTPUT_TOKENS), default=None, metavar="N",
                         help=f"the answer's token limit (default {C.DEFAULT_MAX_OUTPUT_TOKENS})")  # fmt: skip
-    parser.add_argument("--timeout", type=_seconds(0, C.MAX_TIMEOUT_S, above=True), default=60.0,
+    parser.add_argument("--timeout", type=_seconds(0, C.MAX_TIMEOUT_S, above=True), default=60.0, metavar="S",
                         help="seconds for the connection and each read (the SDK's timeout); a request still "
                         "streaming a second later is ended by the probe (default 60)")  # fmt: skip
     parser.add_argument("--proxy-read-timeout", type=_seconds(0, above=True), default=30.0, metavar="S",

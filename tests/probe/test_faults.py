@@ -91,10 +91,12 @@ def _skip_without_websocket_mode(surface: str) -> None:
 
 @pytest.mark.parametrize("fault", F.FAULTS)
 @pytest.mark.parametrize("surface", names.SURFACES)
-def test_row_verdict_and_strict(surface: str, fault: str, scripted: ScriptedServer, ws_scripted: Any) -> None:
+def test_row_verdict_and_strict(surface: str, fault: str, scripted: ScriptedServer,
+                                request: pytest.FixtureRequest) -> None:  # fmt: skip
     _skip_without_websocket_mode(surface)
     want = expected(surface, fault)
-    url = target_url(surface, fault, scripted, ws_scripted)
+    ws_server = request.getfixturevalue("ws_scripted") if surface == WS else None  # needs websockets
+    url = target_url(surface, fault, scripted, ws_server)
     run = run_probe("--base-url", url, "--surface", surface, "--model", "m", "--requests", "1", "--json",
                     "--strict", *F.FLAGS.get(fault, ["--timeout", "10"]))  # fmt: skip
     assert run.rc == want.strict_rc, run.out + run.err

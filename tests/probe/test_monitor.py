@@ -17,7 +17,7 @@ from pathlib import Path
 from otelstream import names
 from tests.probe import faults as F
 from tests.probe.conftest import http_url
-from tests.support.scripted_server import ScriptedServer
+from tests.support.scripted_server import Pause, ScriptedServer
 
 
 def _streams(metrics: str, probe: str, outcome: str) -> float:
@@ -90,3 +90,27 @@ requests = 2
     assert [r["round"] for r in by_name["healthy"]] == list(range(1, len(by_name["healthy"]) + 1))
     assert all(r["verdict"]["ok"] for r in by_name["healthy"])
     assert all(not r["verdict"]["ok"] and r["summary"]["outcomes"] == {names.CUT: 2} for r in by_name["cutting"])
+
+
+def test_sigterm_lets_the_round_in_flight_finish(scripted: ScriptedServer) -> None:
+    """SIGTERM while a request waits 1.5 s for its first delta: that round is reported whole, then exit 0."""
+    frames = F.http_script(names.CHAT_COMPLETIONS, F.OK).steps
+    key = scripted.add([frames[0], Pause(1.5), *frames[1:]])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OTELSTREAM_"))}
+    env["OTELSTREAM_SELF_CHECK"] = "false"
+    proc = subprocess.Popen([sys.executable, "-m", "otelstream.cli", "probe", "--base-url",
+                             http_url(scripted, names.CHAT_COMPLETIONS, key), "--surface", "chat_completions",
+                             "--model", "m", "--requests", "1", "--every", "30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    try:
+        assert proc.stderr is not None and "monitoring" in proc.stderr.readline()
+        time.sleep(0.5)  # the round's request is waiting on the server now
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    (line,) = out.splitlines()
+    assert "round 1" in line and "completed 1" in line and line.endswith("; conforms"), line
