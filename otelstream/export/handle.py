@@ -29,7 +29,7 @@ class StreamHandle:
         "labels",
         "live_stalls",
         "mono_anchor_ns",
-        "peer_metrics",
+        "peer_scope",
         "span",
         "stall_mark",
         "start",
@@ -47,7 +47,7 @@ class StreamHandle:
         mono_anchor_ns: int,
         internal: bool,
         max_events: int,
-        peer_metrics: bool = False,
+        peer_scope: str | None = None,
     ) -> None:
         self.span = span
         self.start = start
@@ -63,8 +63,8 @@ class StreamHandle:
         self.wall_anchor_ns = wall_anchor_ns
         self.mono_anchor_ns = mono_anchor_ns
         self.internal = internal
-        # the CLIENT span it nests under is a GenAI peer's that records the gen_ai.client.* metrics of the call itself
-        self.peer_metrics = peer_metrics
+        # the instrumentation scope of the GenAI peer's CLIENT span it nests under ("" unnamed), None without one
+        self.peer_scope = peer_scope
         self.events_left = max_events
         self.finished = False  # stream_finished was called (enqueue at most once)
         self.ended = False  # the span was ended (exactly once, on the dispatcher thread)

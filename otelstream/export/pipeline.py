@@ -36,7 +36,7 @@ from otelstream.export.labels import JointTables, LabelTables, finished
 from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
 from otelstream.export.points import Schema
 from otelstream.export.reports import ReportCallback
-from otelstream.export.spans import SpanSink
+from otelstream.export.spans import SpanSink, peer_records_metrics
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
 
 logger = logging.getLogger("otelstream")
@@ -260,7 +260,7 @@ class Pipeline:
             with _guard.guard("export.labels"):
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
             # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
-            semconv = None if handle.peer_metrics else self.semconv
+            semconv = None if peer_records_metrics(handle.peer_scope) else self.semconv
             if self.prometheus is not None:
                 with _guard.guard("export.prometheus"):
                     self.prometheus.record(report, handle, common, semconv)

@@ -130,7 +130,7 @@ class SpanSink:
             span = trace.INVALID_SPAN
         return StreamHandle(
             span, start, tracker, labels, wall_now, mono_now, internal,
-            names.MAX_SPAN_EVENTS if self._span_events else 0, peer_records_metrics(peer),
+            names.MAX_SPAN_EVENTS if self._span_events else 0, peer,
         )  # fmt: skip
 
     def connection_opened(self, server_address: str | None, server_port: int | None) -> ConnectionHandle:
