@@ -4,8 +4,9 @@ a transcript's lanes), its ``FileReport``."""
 from __future__ import annotations
 
 from otelstream import names
+from otelstream.core.client_rules import Undecodable
 from otelstream.offline.detection import AUTO, DETECT_LIMIT, UNSUPPORTED_COMPLETE, detect
-from otelstream.offline.reading import COMMENT, CheckError, Record, Undecodable, jsonl_records, read_text, sse_records
+from otelstream.offline.reading import COMMENT, CheckError, Record, jsonl_records, read_text, sse_records
 from otelstream.offline.rendering import FileReport
 from otelstream.offline.replay import Run, resume_point
 from otelstream.offline.transcript import Lanes

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import codecs
 import gzip
-import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from otelstream.core.client_rules import decode
 from otelstream.core.sse import MAX_LINE, SSEComment, SSEDecoder, SSEItem
 
 READ_SIZE: Final = 64 * 1024
@@ -21,15 +21,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 class CheckError(Exception):
     """A file that cannot be analysed; the message is the one-line reason shown to the user."""
-
-
-class Undecodable:
-    """Marker for an event payload that is not JSON."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
 
 
 def read_text(path: str) -> Iterator[str]:
@@ -131,20 +122,7 @@ COMMENT: Final = object()
 @dataclass
 class Record:
     name: str | None
-    value: Any  # parsed JSON, an Undecodable, or the string "[DONE]"
-
-
-def _parse(data: str, truncated: bool = False) -> Any:
-    if data.startswith("[DONE]"):
-        return "[DONE]"  # openai: `sse.data.startswith("[DONE]")` ends the stream
-    if truncated:
-        return Undecodable("event larger than the decoder's limit (cut)")
-    if not data:
-        return Undecodable("event without data")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
-        return Undecodable("data is not JSON")
+    value: Any  # core.client_rules.decode: parsed JSON, an Undecodable, or DONE
 
 
 def sse_records(chunks: Iterator[str], state: dict[str, bool]) -> Iterator[Record | object]:
@@ -160,11 +138,10 @@ def _sse_items(items: list[SSEItem]) -> Iterator[Record | object]:
         if isinstance(item, SSEComment):
             yield COMMENT
         else:
-            yield Record(item.event, _parse(item.data, item.truncated))
+            yield Record(item.event, decode(item.data, item.truncated))
 
 
 def jsonl_records(chunks: Iterator[str]) -> Iterator[Record | object]:
     for line, over in _jsonl_lines(chunks):
         if line:
-            yield Record(None, _parse(line, over))
-
+            yield Record(None, decode(line, over))

@@ -1,15 +1,16 @@
 """Replay through the tracker: one recorded stream (one response) fed to the live path's ``StreamTracker`` the way
-the SDK would feed it, on a synthetic clock."""
+the SDK would feed it (the client's reading rules: ``core.client_rules``), on a synthetic clock."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from otelstream import names
+from otelstream.core.client_rules import ClientReader
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
-from otelstream.offline.reading import Record, Undecodable
+from otelstream.offline.reading import Record
 
 TICK_NS: Final = 1_000_000  # the synthetic clock's step: one read = 1 ms
 
@@ -27,17 +28,28 @@ class TickClock:
         return self.now
 
 
+class _Replay(ClientReader):
+    """The SDK's reading of a recording (``core.client_rules``), each delivery after a pull on the synthetic clock."""
+
+    __slots__ = ("clock",)
+
+    def __init__(self, tracker: StreamTracker, clock: TickClock, *, named: bool) -> None:
+        super().__init__(tracker, named=named, sdk=True)
+        self.clock = clock
+
+    def deliver(self, value: Any, name: str | None) -> None:
+        t = self.tracker
+        t.t_pull = self.clock()
+        t.event(value, name)
+
+
 @dataclass
 class Run:
     """One stream (one response) being fed to a tracker the way the SDK would feed it."""
 
     surface: str
-    sse_framed: bool
     tracker: StreamTracker
-    clock: TickClock
-    stopped: bool = False  # the SDK would have stopped reading here ([DONE], undecodable data)
-    after_stop_flagged: bool = False
-    report: StreamReport | None = None
+    reader: ClientReader
 
     @classmethod
     def open(
@@ -47,62 +59,26 @@ class Run:
         provider = names.PROVIDER_ANTHROPIC if surface == names.MESSAGES else names.PROVIDER_OPENAI
         start = StreamStart(surface=surface, provider=provider, resumed=starting_after is not None, stream_id=stream_id)
         tracker = StreamTracker(start, clock=clock, starting_after=starting_after)
-        return cls(surface, sse_framed, tracker, clock)
+        return cls(surface, tracker, _Replay(tracker, clock, named=sse_framed))
+
+    @property
+    def report(self) -> StreamReport | None:
+        """The stream's report once it ended (the SDK raised, or ``finish``)."""
+        return self.tracker.report
 
     def comment(self) -> None:
-        if not self.stopped:
-            self.tracker.keepalive()
+        self.reader.comments()
 
     def record(self, rec: Record) -> None:
-        t = self.tracker
-        value = rec.value
-        if self.stopped:
-            if not self.after_stop_flagged and not isinstance(value, Undecodable):
-                self.after_stop_flagged = True
-                t.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, "data after the stream ended (the SDK stops reading)")
-            return
-        messages = self.surface == names.MESSAGES
-        if value == "[DONE]":
-            t.done_sentinel()
-            if not messages:
-                self.stopped = True  # openai: `break` at [DONE]; the rest of the body is never read
-            return
-        if messages and self.sse_framed:
-            # anthropic skips `ping`, unnamed events and (except `error`) events without data
-            if rec.name == "ping":
-                t.keepalive()
-                return
-            if rec.name is None:
-                t.anomaly(names.ANOM_UNKNOWN_EVENT, "event without an event: name (the SDK skips it)")
-                return
-            if rec.name == "error" and isinstance(value, Undecodable):
-                t.anomaly(names.ANOM_UNDECODABLE, f"error event: {value.reason}")
-                self._stop("error")
-                return
-            if isinstance(value, Undecodable) and value.reason == "event without data":
-                return
-        if isinstance(value, Undecodable):
-            # the SDK raises JSONDecodeError here: live, this stream ends as a transport error
-            t.anomaly(names.ANOM_UNDECODABLE, value.reason + (f" (event {rec.name!r})" if rec.name else ""))
-            # (as live: the SDK's JSONDecodeError, a ValueError, decides the error class)
-            self._stop("transport_error", exc=ValueError(value.reason))
-            return
-        t.t_pull = self.clock()
-        t.event(value, rec.name)
-
-    def _stop(self, how: str, error_type: str | None = None, exc: BaseException | None = None) -> None:
-        self.stopped = True
-        self.report = self.tracker.end(how, error_type, exc=exc)
+        self.reader.event(rec.name, rec.value)
 
     def finish(self, *, unterminated: bool = False) -> StreamReport:
-        if self.report is None:
-            if unterminated:
-                self.tracker.anomaly(
-                    names.ANOM_UNTERMINATED_EVENT, "the body ended inside an event (no blank line): the SDKs drop it"
-                )
-            self.report = self.tracker.end("eof")
-        assert self.report is not None  # end() returns a report the first time, and only _stop/finish call it
-        return self.report
+        t = self.tracker
+        if not t.ended:
+            self.reader.finish(unterminated)
+            t.end("eof")
+        assert t.report is not None  # end() made it, here or when the SDK raised
+        return t.report
 
 
 def resume_point(first: Record | None) -> int | None:
