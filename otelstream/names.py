@@ -466,6 +466,7 @@ VERDICT_SILENT_WAIT: Final = "silent_wait"  # a wait without any keepalive longe
 VERDICT_SLOW_FIRST_DELTA: Final = "slow_first_delta"  # first delta later than the TTFD budget (a note)
 VERDICT_NO_REPORT: Final = "no_report"  # otelstream made no report of a stream in time (not expected)
 VERDICT_UNREACHABLE: Final = "unreachable"  # every request failed to connect
+VERDICT_UNOBSERVED: Final = "unobserved"  # measures the installed SDK release hides from otelstream (a note)
 # fail: counts for --strict; note: said, not failed
 VERDICT_FAIL: Final = "fail"
 VERDICT_NOTE: Final = "note"

@@ -99,11 +99,18 @@ class Session:
         # the application's metric attributes stay labels; probe_name joins them, with room for every target's name
         keys = tuple(dict.fromkeys((*settings.metric_attributes, names.PROBE_NAME_ATTRIBUTE)))
         self.registry = CollectorRegistry()
-        instrumentation.instrument(
-            tracer_provider=tracer_provider, meter_provider=meter_provider, registry=self.registry,
-            on_report=self.inbox.deliver, metric_attributes=keys,
-            model_label_cap=max(settings.model_label_cap, len(self._surfaces)),
-        )  # fmt: skip
+        # A patch point missing from the installed SDK is logged once at install, whichever surface it concerns; the
+        # rows say it where it matters instead (their unobserved measures), so the log keeps to errors meanwhile.
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            instrumentation.instrument(
+                tracer_provider=tracer_provider, meter_provider=meter_provider, registry=self.registry,
+                on_report=self.inbox.deliver, metric_attributes=keys,
+                model_label_cap=max(settings.model_label_cap, len(self._surfaces)),
+            )  # fmt: skip
+        finally:
+            logger.setLevel(level)
         if self._serve is not None:
             addr = settings.prometheus_addr
             try:

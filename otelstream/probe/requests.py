@@ -62,11 +62,15 @@ def require_sdk(target: Target) -> Any:
 
 
 def _has_websocket_mode() -> bool:
+    """openai's WebSocket mode as otelstream observes it: from 3.32, the release with ``openai._websocket_connection``
+    (earlier ``responses.connect()`` exists but is unobserved: no report would come)."""
     try:
+        observed = importlib.util.find_spec("openai._websocket_connection") is not None
         resource = importlib.import_module("openai.resources.responses")
     except ImportError:
         return False
-    return hasattr(resource.AsyncResponses, "connect") and importlib.util.find_spec("websockets") is not None
+    has_connect = hasattr(resource.AsyncResponses, "connect")
+    return observed and has_connect and importlib.util.find_spec("websockets") is not None
 
 
 def make_client(target: Target, secrets: Secrets, timeout_s: float) -> Any:

@@ -53,6 +53,7 @@ class Row:
     connect_reason: str | None = None
     timed_out: bool = False  # the probe ended it at its overall deadline
     observed: bool = True  # False: no StreamReport (see note)
+    unobserved: tuple[str, ...] = ()  # measures the installed SDK gave otelstream no way to see (names.MEASURES)
     note: str | None = None
 
     @property
@@ -100,6 +101,7 @@ class Row:
             "connect_reason": self.connect_reason,
             "timed_out": self.timed_out,
             "observed": self.observed,
+            "unobserved": list(self.unobserved),
             "note": self.note,
         }
 
@@ -115,7 +117,7 @@ def row_of(report: StreamReport, target: Target, index: int, attempt: requests.A
         events=report.events, deltas=report.deltas, usage=report.usage, done_sentinel=report.done_sentinel,
         sequence=report.sequence, anomalies=_protocol(report.anomaly_counts), request_id=report.request_id,
         duration_s=attempt.duration_s, raised=_type_name(attempt.raised), timed_out=attempt.timed_out,
-        connect_reason=os_reason(attempt.raised),
+        connect_reason=os_reason(attempt.raised), unobserved=report.unobserved,
     )  # fmt: skip
 
 

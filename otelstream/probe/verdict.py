@@ -1,8 +1,9 @@
 """The conformance verdict of a target: the contract's outcome rules and anomalies applied to what its server sent,
 plus what a proxy on the path would do with its silences, as findings; and the round's summary.
 
-Every finding but ``slow_first_delta`` fails the verdict (and ``--strict``): a request that did not complete, an
-anomaly, a keepalive gap or silence longer than a proxy's read timeout. A slow first delta is said, not failed.
+Every finding fails the verdict (and ``--strict``): a request that did not complete, an anomaly, a keepalive gap or
+silence longer than a proxy's read timeout; but the notes, said and not failed: a slow first delta, and measures the
+installed SDK release hides from otelstream.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def judge(rows: list[Row], options: RunOptions) -> Verdict:
     if unreachable:
         return Verdict((Finding(names.VERDICT_UNREACHABLE, names.VERDICT_FAIL, len(rows),
                                 "no connection could be made"),), True)  # fmt: skip
-    findings = [*_outcomes(rows), *_anomalies(rows), *_usage(rows), *_silences(rows, options), *_latency(rows, options)]
+    findings = [*_outcomes(rows), *_anomalies(rows), *_usage(rows), *_silences(rows, options), *_latency(rows, options),
+                *_unobserved(rows)]  # fmt: skip
     return Verdict(tuple(findings), False)
 
 
@@ -191,6 +193,16 @@ def _latency(rows: list[Row], options: RunOptions) -> Iterable[Finding]:
     if slow:
         yield Finding(names.VERDICT_SLOW_FIRST_DELTA, names.VERDICT_NOTE, len(slow),
                       f"time to first delta {_s(max(slow))} > {_s(options.ttfd_budget_s)}")  # fmt: skip
+
+
+def _unobserved(rows: list[Row]) -> Iterable[Finding]:
+    """Measures the installed SDK release gives otelstream no way to see: their columns are empty, not zero, and the
+    rules that rest on them did not run."""
+    missing = sorted({m for row in rows for m in row.unobserved})
+    if missing:
+        n = sum(1 for row in rows if row.unobserved)
+        yield Finding(names.VERDICT_UNOBSERVED, names.VERDICT_NOTE, n,
+                      "not observable with the installed SDK release: " + ", ".join(missing))  # fmt: skip
 
 
 def _s(seconds: float) -> str:

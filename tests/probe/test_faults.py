@@ -142,4 +142,5 @@ def _measures(surface: str, fault: str, row: dict[str, Any]) -> None:
         assert row["deltas"] >= 1
     if fault == F.PAST_TIMEOUT:
         assert row["timed_out"] is (surface == WS)
-        assert row["raised"] == (None if surface == WS else "APITimeoutError")
+        # the SDK's own timeout error (openai 2.x lets httpx's through mid-body)
+        assert row["raised"] in ((None,) if surface == WS else ("APITimeoutError", "ReadTimeout"))

@@ -64,3 +64,21 @@ def test_concurrency_bounds_the_requests_open_at_once(scripted: ScriptedServer) 
     assert rc == 0 and target["summary"]["outcomes"] == {names.COMPLETED: 6}
     assert 2 * F.PAUSE_S <= elapsed < 6 * F.PAUSE_S  # two waves of three, not six one after another
     assert [r["request"] for r in target["rows"]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_measures_the_sdk_hides_are_a_note_not_a_failure() -> None:
+    """A patch point missing from the installed SDK leaves measures unknown: the verdict says which, and does not fail
+    on what it could not see."""
+    from otelstream.core.report import Usage
+    from otelstream.probe import verdict
+    from otelstream.probe.config import RunOptions
+    from otelstream.probe.runner import Row
+
+    seen = Row("t", 1, names.CHAT_COMPLETIONS, names.COMPLETED, usage=Usage(3, 2), done_sentinel=True)
+    hidden = Row("t", 2, names.CHAT_COMPLETIONS, names.COMPLETED, usage=Usage(3, 2), done_sentinel=None,
+                 unobserved=(names.MEASURE_DONE_SENTINEL, names.MEASURE_KEEPALIVES))  # fmt: skip
+    result = verdict.judge([seen, hidden], RunOptions())
+    assert result.ok
+    assert [f.to_json() for f in result.findings] == [{
+        "code": names.VERDICT_UNOBSERVED, "level": names.VERDICT_NOTE, "requests": 1,
+        "detail": "not observable with the installed SDK release: done_sentinel, keepalives"}]  # fmt: skip
