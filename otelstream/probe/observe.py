@@ -77,6 +77,7 @@ class Session:
         self.metrics_url: str | None = None
         self._server: Any = None
         self._providers: list[Any] = []
+        self._log_levels: dict[str, int] = {}
 
     def start(self) -> None:
         from prometheus_client import CollectorRegistry
@@ -89,6 +90,7 @@ class Session:
         settings = config.load()
         if not settings.enabled:
             raise ProbeError("otelstream is disabled (OTELSTREAM_ENABLED=false): the probe sees streams through it")
+        self._log_levels = requests.quiet_sdk_loggers()
         asyncio.run(requests.warm_up(self._surfaces))  # before instrumenting: none of it is observed
         missing: list[str] = []
         tracer_provider = tracer_provider_from_env(missing)
@@ -136,3 +138,5 @@ class Session:
             except Exception as exc:  # an exporter failing at exit is said, never raised
                 logger.warning("otelstream probe: exporter shutdown failed: %r", exc)
         self._providers = []
+        requests.restore_loggers(self._log_levels)
+        self._log_levels = {}

@@ -2,8 +2,8 @@
 (the SDK's retries off: each request is one attempt), read to its end as an application would.
 
 The prompt is a constant of this module and asks for one word; nothing of it or of the answer is kept: the stream's
-items are read and dropped. The SDKs' loggers are held at WARNING while the probe runs, because their DEBUG output
-(``OPENAI_LOG=debug``) prints request bodies and headers.
+items are read and dropped. The SDKs' loggers are held at WARNING while the probe runs (``quiet_sdk_loggers``),
+because their DEBUG output (``OPENAI_LOG=debug``) prints request bodies and headers in some releases.
 """
 
 from __future__ import annotations
@@ -42,11 +42,20 @@ class Attempt:
     duration_s: float
 
 
-def quiet_sdk_loggers() -> None:
+def quiet_sdk_loggers() -> dict[str, int]:
+    """Hold the SDKs' and HTTP libraries' loggers at WARNING at least; returns their levels before, to restore."""
+    before: dict[str, int] = {}
     for name in _QUIET:
         log = logging.getLogger(name)
         if log.getEffectiveLevel() < logging.WARNING:
+            before[name] = log.level
             log.setLevel(logging.WARNING)
+    return before
+
+
+def restore_loggers(levels: dict[str, int]) -> None:
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def require_sdk(target: Target) -> Any:
@@ -77,7 +86,6 @@ def make_client(target: Target, secrets: Secrets, timeout_s: float) -> Any:
     """The SDK's async client for the target: retries 0, ``timeout_s`` for connect and each read, the custom headers
     on every request (and on the WebSocket handshake)."""
     sdk = require_sdk(target)
-    quiet_sdk_loggers()
     kwargs: dict[str, Any] = {"api_key": secrets.api_key, "max_retries": 0, "timeout": timeout_s,
                               "default_headers": dict(secrets.headers)}  # fmt: skip
     if target.sdk == "anthropic":

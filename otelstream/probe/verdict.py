@@ -42,7 +42,7 @@ SEQUENCE_TEXT: Final = {
 OUTCOME_TEXT: Final = {
     names.CUT: "the body ended before its terminal event, with no error (a truncated answer that looks whole)",
     names.TRANSPORT_ERROR: "the stream broke on the client side after it started",
-    names.HTTP_ERROR: "refused before any stream",
+    names.HTTP_ERROR: "no stream: refused, or no answer before the headers",
     names.FAILED: "response.failed",
     names.INCOMPLETE: "cut short by a limit or filter (raise max_output_tokens for reasoning models)",
     names.ABANDONED: "still streaming when the probe's time limit ran out",
