@@ -236,6 +236,8 @@ def decode_text(text: str) -> tuple[list[SSEItem], SSEDecoder]:
 
 
 # --- live bodies: bytes in, (name, data) out ---------------------------------------------------------------
+# (name, data) of an event, or (None, the comment) of a comment line: see SSEByteDecoder
+SSEByteItem = tuple[str | None, bytes | str | SSEComment | None]
 MAX_FAST_BLOCK: Final = 64 * 1024  # bytes of an unfinished block the byte path holds before handing over
 _LF2: Final = b"\n\n"
 
@@ -247,9 +249,11 @@ class SSEByteDecoder:
     through an ``SSEDecoder`` as text. A body with a CR line end, or a block larger than ``MAX_FAST_BLOCK``, is
     handed to the ``SSEDecoder`` whole from there on, so its memory bound holds.
 
-    ``feed()`` and ``finish()`` return ``(name, data)`` per dispatched event: ``data`` is bytes on the byte path,
-    text from the ``SSEDecoder``, None for an event cut at the decoder's limit. Comment lines are counted in
-    ``comments``; ``unterminated`` as in ``SSEDecoder``."""
+    ``feed()`` and ``finish()`` return, in the body's order, ``(name, data)`` per dispatched event (``data`` is
+    bytes on the byte path, text from the ``SSEDecoder``, None for an event cut at the decoder's limit) and
+    ``(None, SSEComment)`` per comment line (a client stops reading at some events: what it read of the comments
+    depends on where they are). Comment lines are also counted in ``comments``; ``unterminated`` as in
+    ``SSEDecoder``; ``idle``: no part of a block is held."""
 
     __slots__ = ("_rest", "_text", "_utf8", "comments", "unterminated")
 
@@ -260,7 +264,7 @@ class SSEByteDecoder:
         self.comments = 0
         self.unterminated = False
 
-    def feed(self, chunk: bytes) -> list[tuple[str | None, bytes | str | None]]:
+    def feed(self, chunk: bytes) -> list[SSEByteItem]:
         if self._utf8 is not None:
             return self._items(self._general().feed(self._utf8.decode(chunk)))
         if self._rest:
@@ -277,9 +281,9 @@ class SSEByteDecoder:
             return [*self._blocks(chunk[:end], False), *self._hand_over(rest)]
         return self._blocks(chunk[:end], chunk.find(_LF2) == end)
 
-    def finish(self) -> list[tuple[str | None, bytes | str | None]]:
+    def finish(self) -> list[SSEByteItem]:
         """The body ended: an unfinished block is dropped (its comments still count), as ``SSEDecoder.finish``."""
-        out: list[tuple[str | None, bytes | str | None]] = []
+        out: list[SSEByteItem] = []
         if self._utf8 is None and self._rest:
             out = self._hand_over(self._rest)
         if self._utf8 is not None:
@@ -289,10 +293,10 @@ class SSEByteDecoder:
             self.unterminated = general.unterminated
         return out
 
-    def _blocks(self, text: bytes, single: bool) -> list[tuple[str | None, bytes | str | None]]:
+    def _blocks(self, text: bytes, single: bool) -> list[SSEByteItem]:
         # (per event: byte indexing and int membership tests; a bytes-in-bytes test or a slice compare costs more
         # than the whole split of a common block otherwise)
-        out: list[tuple[str | None, bytes | str | None]] = []
+        out: list[SSEByteItem] = []
         for block in (text,) if single else text.split(_LF2):
             if block and block[0] == 10:  # extra blank lines dispatch nothing
                 block = block.lstrip(b"\n")
@@ -316,7 +320,7 @@ class SSEByteDecoder:
             out.extend(self._items(self._general().feed(block.decode("utf-8", "replace") + "\n\n")))
         return out
 
-    def _hand_over(self, data: bytes) -> list[tuple[str | None, bytes | str | None]]:
+    def _hand_over(self, data: bytes) -> list[SSEByteItem]:
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
         self._rest = b""
         return self._items(self._general().feed(self._utf8.decode(data))) if data else []
@@ -327,11 +331,17 @@ class SSEByteDecoder:
             text = self._text = SSEDecoder()
         return text
 
-    def _items(self, items: list[SSEItem]) -> list[tuple[str | None, bytes | str | None]]:
-        out: list[tuple[str | None, bytes | str | None]] = []
+    def _items(self, items: list[SSEItem]) -> list[SSEByteItem]:
+        out: list[SSEByteItem] = []
         for item in items:
             if isinstance(item, SSEComment):
                 self.comments += 1
+                out.append((None, item))
             else:
                 out.append((item.event, None if item.truncated else item.data))
         return out
+
+    @property
+    def idle(self) -> bool:
+        """No part of a block is held (between whole blocks, on the byte path)."""
+        return not self._rest and self._utf8 is None

@@ -70,6 +70,30 @@ _FAST_BY_SURFACE = {
 _END_LOCK = threading.Lock()
 
 
+def _raw_text(fast: int, ev: Any, last_choice: object) -> object:
+    """The text of a plain delta in decoded JSON (Chat, Completions, Messages), as the flat path takes it; None for
+    any other shape (optional keys may be absent)."""
+    try:
+        if fast == _RAW_MESSAGES:
+            if ev["type"] == "content_block_delta":
+                dd = ev["delta"]
+                if dd["type"] == "text_delta":
+                    return dd["text"]
+            return None
+        # chat or legacy completions: one choice (ValueError otherwise), its text only, no finish, no usage, no error
+        [c] = ev["choices"]
+        if (
+            "error" not in ev
+            and ev.get("usage") is None
+            and c.get("finish_reason") is None  # some gateways (LiteLLM) leave it out until the end
+            and c["index"] == last_choice
+        ):
+            return c["delta"].get("content") if fast == _RAW_CHAT else c.get("text")
+    except (AttributeError, KeyError, TypeError, IndexError, ValueError):  # another shape
+        pass
+    return None
+
+
 class Frame(Protocol):
     """An SSE frame as an SDK's decoder yields it (read only for its ``event:`` name)."""
 
@@ -116,26 +140,13 @@ class StreamTracker(StreamState):
             return
         text = seq = None
         try:
-            if fast > _RAW:  # decoded JSON: optional keys may be absent
-                if fast == _RAW_MESSAGES:
-                    if ev["type"] == "content_block_delta":
-                        dd = ev["delta"]
-                        if dd["type"] == "text_delta":
-                            text = dd["text"]
-                elif fast == _RAW_RESPONSES:
+            if fast > _RAW:  # decoded JSON (offline, the HTTP-level observer): not a budgeted path
+                if fast == _RAW_RESPONSES:
                     seq = ev["sequence_number"]
                     if seq == self.seq_next and type(seq) is int and ev["type"] in self._fast_deltas:
                         text = ev["delta"]
-                else:  # chat or legacy completions: one choice (ValueError otherwise), its text only, no finish,
-                    # no usage, no error
-                    [c] = ev["choices"]
-                    if (
-                        "error" not in ev
-                        and ev.get("usage") is None
-                        and c.get("finish_reason") is None  # some gateways (LiteLLM) leave it out until the end
-                        and c["index"] == self.last_choice
-                    ):
-                        text = c["delta"].get("content") if fast == _RAW_CHAT else c.get("text")
+                else:
+                    text = _raw_text(fast, ev, self.last_choice)
             else:
                 # SDK models: ``__dict__`` once per model, then subscripts (pydantic models define ``__getattr__``, so
                 # every attribute read takes CPython's slow path). The SDKs' models hold every declared field there.
@@ -185,6 +196,53 @@ class StreamTracker(StreamState):
             self._chunk_counts[i + 1 if gap > _BOUNDS_PADDED[i] else i] += 1  # type: ignore[index]
         else:
             self._chunk_counts[0] += 1  # type: ignore[index]
+
+    def takes_plain(self, ev: Any) -> bool:
+        """Whether ``event`` would take this decoded event on its flat path now: a plain output delta (Chat,
+        Completions, Messages) of a steady stream, of the choice seen last. Reads nothing else; changes nothing."""
+        fast = self._fast
+        if not fast or type(ev) is not dict:
+            return False
+        code = self._fast_code + _RAW
+        if code == _RAW_RESPONSES:  # its sequence numbers are read per event: no plain_delta there
+            return False
+        text = _raw_text(code, ev, self.last_choice)
+        return type(text) is str and text != ""
+
+    def plain_delta(self, choice: object) -> bool:
+        """An event recognised as a plain output delta without decoding it (the HTTP-level observer, on the bytes of
+        an event shaped like one that ``takes_plain`` took), of ``choice`` (the index its bytes name on Chat and
+        Completions; ``last_choice`` elsewhere): recorded exactly as the flat path of ``event`` records it, and True.
+        False, nothing recorded, when the flat path would not take it now: the caller decodes it and calls
+        ``event``."""
+        if not self._fast or choice != self.last_choice or self._fast_code == _FAST_RESPONSES:
+            return False
+        # the flat path's accounting, inline as there (a call per event would cost more than the accounting)
+        now = self.clock()
+        frame = self.t_frame
+        if frame:
+            self.t_frame = 0
+            self.sdk_ns += now - frame
+        else:
+            frame = now
+        tp = self.t_pull
+        if tp:
+            self.t_pull = 0
+            wait = frame - tp
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
+        gap = now - self.t_prev_delta
+        self.t_prev_delta = now
+        if gap > _FIRST_BOUND_NS:
+            try:
+                i = _BOUNDS_BELOW_BITS[gap.bit_length()]
+            except IndexError:
+                i = _N_CHUNK_BUCKETS - 1
+            self._chunk_counts[i + 1 if gap > _BOUNDS_PADDED[i] else i] += 1  # type: ignore[index]
+        else:
+            self._chunk_counts[0] += 1  # type: ignore[index]
+        return True
 
     def _event(self, ev: Any, name: str | Frame | None, now: int, frame: int) -> None:
         """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``)."""

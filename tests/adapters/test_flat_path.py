@@ -154,6 +154,11 @@ def _run(surface: str, items: list[tuple[int, int, dict[str, Any]]], feed: str) 
         now[0] += consumer
         t.t_pull = now[0]
         now[0] += wait
+        if feed == "plain_delta" and t.takes_plain(d):
+            # the HTTP-level observer: a plain delta recognised on its bytes, which name its choice
+            choices = d.get("choices")
+            assert t.plain_delta(choices[0]["index"] if choices else t.last_choice)
+            continue
         t.event(_model(surface, d) if feed == "models" else copy.deepcopy(d), d.get("type"))
     return t.end("eof")
 
@@ -165,6 +170,31 @@ def test_flat_path_reports_equal_general_path(stream: tuple[str, list[tuple[int,
     reference = _run(surface, items, "general only")
     assert _run(surface, items, "json") == reference
     assert _run(surface, items, "models") == reference
+    assert _run(surface, items, "plain_delta") == reference
+
+
+def test_plain_delta_is_refused_where_the_flat_path_would_not_take_the_event() -> None:
+    """``plain_delta`` records nothing when the stream is not steady, for another choice, or on Responses (whose
+    sequence numbers must be read): the caller decodes the event instead."""
+    for surface in sorted(KINDS):
+        t = tr.StreamTracker(StreamStart(surface=surface, t_request_ns=1), clock=lambda: 2)
+        assert not t.plain_delta(0) and not t.plain_delta(None)  # nothing seen yet
+        seq = len(_start(surface))
+        plain = (_responses("plain", "a", seq) if surface == names.RESPONSES else
+                 _messages("plain", "a") if surface == names.MESSAGES else
+                 _chat("plain", "a", legacy=surface == names.COMPLETIONS))  # fmt: skip
+        for d in [*_start(surface), plain]:
+            t.event(d)
+        assert t.deltas == 1
+        if surface == names.RESPONSES:
+            assert not t.plain_delta(t.last_choice) and not t.takes_plain(_responses("plain", "b", seq + 1))
+            continue
+        assert t.takes_plain(plain) and not t.takes_plain(_chat("finish", "a") if surface != names.MESSAGES else
+                                                          _messages("thinking", "a"))  # fmt: skip
+        assert not t.plain_delta(7)  # a choice other than the one seen last
+        assert t.plain_delta(t.last_choice) and t.deltas == 2
+        t.end("eof")
+        assert not t.plain_delta(t.last_choice) and t.deltas == 2
 
 
 @pytest.mark.parametrize("surface", sorted(KINDS))

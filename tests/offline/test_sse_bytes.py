@@ -9,15 +9,20 @@ from hypothesis import strategies as st
 from otelstream.core import sse
 from otelstream.core.sse import SSEByteDecoder, SSEComment, SSEDecoder, SSEEvent
 
+Item = tuple[str | None, str | SSEComment | None]
 
-def by_text(body: bytes) -> tuple[list[tuple[str | None, str | None]], int, bool]:
+
+def by_text(body: bytes) -> tuple[list[Item], int, bool]:
     dec = SSEDecoder()
     items = dec.feed(body.decode("utf-8", "replace")) + dec.finish()
-    events = [(i.event, None if i.truncated else i.data) for i in items if isinstance(i, SSEEvent)]
+    events: list[Item] = [
+        (i.event, None if i.truncated else i.data) if isinstance(i, SSEEvent) else (None, i) for i in items
+    ]
     return events, sum(isinstance(i, SSEComment) for i in items), dec.unterminated
 
 
-def by_bytes(chunks: list[bytes]) -> tuple[list[tuple[str | None, str | None]], int, bool]:
+def by_bytes(chunks: list[bytes]) -> tuple[list[Item], int, bool]:
+    """Events and comment lines in the body's order, as the text decoder gives them."""
     dec = SSEByteDecoder()
     out = []
     for chunk in chunks:

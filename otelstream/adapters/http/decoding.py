@@ -1,35 +1,115 @@
 """The HTTP-level observer's reading of an answer's body: each chunk the caller pulls, its content coding undone
-(``inflater``), is split into SSE events by ``core.sse.SSEByteDecoder`` and fed to the tracker (``Observed``: the
-plain text deltas recognised on the bytes, anything else parsed as ``otelstream check`` parses a recording); at the
-end of the body, what is left is judged by the protocol."""
+(``inflater``), becomes events read by the client's reading rules (``core.client_rules``, as ``otelstream check``
+reads a recording, for a client that is not an SDK), split by ``core.sse.SSEByteDecoder``.
+
+Cost: a stream's events are mostly plain text deltas, and ``json.loads`` of one costs several times the observer's
+whole budget per event, so a plain delta is recognised on its bytes. When an event that the tracker's flat path
+takes (``StreamTracker.takes_plain``) has been decoded, its bytes are learned as a ``Shape``: all of them but its
+text, and at most one other place where two plain deltas differ, a string value (OpenAI's ``obfuscation``,
+Mistral's ``p``) or whitespace (Anthropic's), padding that changes with every event. An event of the same shape is
+the same plain delta with another text, and ``StreamTracker.plain_delta`` records it without decoding it: a few
+byte compares per event, on the whole chunk when it is exactly one event (the common case), else per event from the
+decoder. Any other event (the first ones, the terminal, usage and error events, a text with a quote in it, another
+layout) is decoded, as the rules say."""
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from typing import Any
 
 from otelstream import names
 from otelstream.adapters.calls import Call, finish
-from otelstream.core.sse import SSEByteDecoder
+from otelstream.core.client_rules import ClientReader, decode
+from otelstream.core.sse import SSEByteDecoder, SSEByteItem, SSEComment
+
+_LEARN_FREELY = 4  # shapes learned per stream before learning must pay for itself (see Observed._may_learn)
+_DELTAS_PER_LEARN = 16
+
+
+class Shape:
+    """The bytes of a plain delta but its text (``prefix`` before it, the ``tail`` after it), or, when the bytes
+    after the text vary in one place, the rest split around that place: one string value (``head`` up to its
+    opening quote, ``foot`` from its closing quote), or JSON whitespace between two tokens (``space``: Anthropic
+    pads its events so). ``framing``: the SSE lines before the data (``event: …`` on Messages, then ``data: ``); the
+    ``c``-prefixed fields are the whole chunk's (framing, payload, blank line)."""
+
+    __slots__ = ("cfoot", "cfoot_len", "choice", "ck", "cprefix", "ctail", "ctail_len", "foot", "foot_len", "head",
+                 "head_len", "k", "name", "prefix", "space", "tail", "tail_len")  # fmt: skip
+
+    def __init__(self, name: str | None, choice: object, prefix: bytes, tail: bytes | None, head: bytes = b"",
+                 foot: bytes = b"", space: bool = False) -> None:  # fmt: skip
+        self.name = name
+        self.space = space
+        self.choice = choice
+        self.prefix = prefix
+        self.k = len(prefix)
+        self.tail = tail
+        self.tail_len = 0 if tail is None else len(tail)
+        self.head = head
+        self.head_len = len(head)
+        self.foot = foot
+        self.foot_len = len(foot)
+        framing = (b"event: " + name.encode() + b"\n" if name else b"") + b"data: "
+        self.cprefix = framing + prefix
+        self.ck = len(self.cprefix)
+        self.ctail = None if tail is None else tail + b"\n\n"
+        self.ctail_len = self.tail_len + 2
+        self.cfoot = foot + b"\n\n"
+        self.cfoot_len = self.foot_len + 2
+
+
+def shaped(data: bytes, k: int, prefix: bytes, tail: bytes | None, tail_len: int, head: bytes, head_len: int,
+           foot: bytes, foot_len: int, space: bool) -> bool:  # fmt: skip
+    """Whether ``data`` is ``prefix`` + a text + the rest of a ``Shape`` (``Observed.chunk`` has the fixed tail's case
+    inline): the text, and a varying value, are the contents of a JSON string that ends where the shape's does (a
+    varying space only spaces and tabs), so the bytes are the shape's plain delta, one SSE line."""
+    if data[:k] != prefix:
+        return False
+    if tail is not None:
+        m = len(data) - tail_len
+        return m > k and data[m:] == tail and json_text(data[k:m])
+    j = data.find(34, k)
+    h = j + head_len
+    f = len(data) - foot_len
+    if j <= k or h > f or data[j:h] != head or data[f:] != foot or not json_text(data[k:j]):
+        return False
+    pad = data[h:f]
+    return not pad.strip(_JSON_SPACE) if space else json_text(pad)
+
+
+def json_text(text: bytes) -> bool:
+    """Whether ``text`` is the whole contents of a JSON string as ``json.loads`` reads it: no quote, valid escapes,
+    valid UTF-8, no control character (a line end would also split the SSE line). Stricter only where no provider
+    sends anything (other non-printable characters: such an event is decoded)."""
+    try:
+        return 34 not in text and (92 not in text or _ESCAPES(text) is not None) and text.decode().isprintable()
+    except UnicodeDecodeError:
+        return False
+
+
+_JSON_SPACE = b" \t"  # JSON whitespace within an SSE line
+_JSON_SPACE_BYTES = (b" ", b"\t")
+# a JSON string's contents with a backslash in them (the common text has none: two byte searches decide it)
+_ESCAPES = re.compile(rb'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*').fullmatch
 
 
 class Observed:
-    """One stream seen at the HTTP client: its call (tracker, listener) and the decoding state of its body."""
+    """One stream seen at the HTTP client: its call (tracker, listener), the reading of its body and the shape of
+    its plain deltas."""
 
-    __slots__ = ("call", "chat", "comments", "decoder", "inflate", "messages", "stopped", "stopped_flagged",
-                 "tracker", "wrapped")  # fmt: skip
+    __slots__ = ("call", "decoder", "inflate", "k", "learns", "messages", "reader", "shape", "tracker", "wrapped")
 
     def __init__(self, call: Call) -> None:
         self.call = call
-        self.tracker = call.tracker
-        surface = call.tracker.surface
-        self.messages = surface == names.MESSAGES
-        self.chat = surface == names.CHAT_COMPLETIONS
+        tracker = self.tracker = call.tracker
+        self.messages = tracker.surface == names.MESSAGES
+        self.reader = ClientReader(tracker, sdk=False)
         self.decoder = SSEByteDecoder()
-        self.comments = 0
-        self.stopped = False  # after `[DONE]` an OpenAI client stops reading: later events are not the answer
-        self.stopped_flagged = False
+        self.shape: Shape | None = None
+        self.k = 0  # the shape's whole-chunk prefix length while the decoder holds no part of a block, else 0
+        self.learns = 0
         self.wrapped = False
         # the body's content coding undone before decoding (the caller's bytes stay as they are): None for identity
         self.inflate: Any = None
@@ -38,101 +118,160 @@ class Observed:
     def chunk(self, data: bytes) -> None:
         if self.inflate is not None:
             data = self.inflate(data)
-        decoder = self.decoder
-        for name, payload in decoder.feed(data):
-            self.event(name, payload)
-        if decoder.comments != self.comments:
-            self.tracker.keepalive(decoder.comments - self.comments)
-            self.comments = decoder.comments
-
-    def event(self, name: str | None, data: bytes | str | None) -> None:
-        tracker = self.tracker
-        if type(data) is bytes:
-            # The plain text delta, recognised on the bytes (compact JSON, as the providers send it) and fed as the
-            # one event the tracker's flat path reads: json.loads would cost three to five times the whole budget.
-            # Keys and punctuation outside JSON strings are never escaped, so these byte patterns cannot come from
-            # text inside a string. Anything else is parsed below.
-            if self.messages:
-                if name == "content_block_delta" and data.startswith(_MSG_HEAD) and data[-1] == 125:  # }
-                    i = data.find(_MSG_TEXT, _MSG_HEAD_LEN) + _MSG_TEXT_LEN
-                    if i > _MSG_TEXT_LEN and len(data) > i and data[i] != 34:  # a non-empty string
-                        tracker.event(_MESSAGES_DELTA, name)
+        k = self.k
+        s = self.shape
+        # the common chunk: exactly one event, of the plain delta's shape (``shaped``, inline: a call per chunk costs
+        # a tenth of the budget)
+        if k and s is not None and data[:k] == s.cprefix:
+            tail = s.ctail
+            if tail is not None:
+                m = len(data) - s.ctail_len
+                if m > k and data[m:] == tail:
+                    text = data[k:m]
+                    try:  # json_text(), inline
+                        ok = (34 not in text and (92 not in text or _ESCAPES(text) is not None)
+                              and text.decode().isprintable())  # fmt: skip
+                    except UnicodeDecodeError:
+                        ok = False
+                    if ok and self.tracker.plain_delta(s.choice):
                         return
-            elif self.chat and tracker._fast and tracker.last_choice == 0 and not self.stopped:
-                # the tracker is steady (its flat path runs): one choice, index 0, non-empty content, no finish
-                # reason, no usage object, no error
-                i = data.find(_CHAT_TEXT) + _CHAT_TEXT_LEN
-                if (
-                    i > _CHAT_TEXT_LEN
-                    and len(data) > i
-                    and data[i] != 34  # a non-empty string
-                    and data[0] == 123  # {
-                    and data[-1] == 125  # }
-                    and data.find(b'"finish_reason":"', i) < 0
-                    and data.find(b'"usage":{') < 0
-                    and data.find(b'"error"') < 0
-                    and data.find(b'"index":', i) < 0  # one choice (the first index was before i)
-                ):
-                    tracker.event(_CHAT_DELTA, name)
-                    return
-        self._general(name, data)
+            elif shaped(data, k, s.cprefix, None, 0, s.head, s.head_len, s.cfoot, s.cfoot_len, s.space) and \
+                    self.tracker.plain_delta(s.choice):  # fmt: skip
+                return
+        self._items(self.decoder.feed(data))
+        self.k = self.shape.ck if self.shape is not None and self.decoder.idle else 0
 
-    def _general(self, name: str | None, data: bytes | str | None) -> None:
-        """Any other event, as ``otelstream check`` feeds a recording (the rules the SDKs apply to the wire)."""
+    def _items(self, items: list[SSEByteItem]) -> None:
+        reader = self.reader
         tracker = self.tracker
-        if tracker.ended:
-            return
-        if self.stopped:
-            if not self.stopped_flagged:
-                self.stopped_flagged = True
-                tracker.anomaly(names.ANOM_EVENT_AFTER_TERMINAL, "data after [DONE]")
-            return
-        if data is None:
-            tracker.anomaly(names.ANOM_UNDECODABLE, "event larger than the decoder's limit (cut)")
-            return
-        if data[:6] in (b"[DONE]", "[DONE]"):
-            tracker.done_sentinel()
-            if not self.messages:
-                self.stopped = True
-            return
-        if self.messages:
-            if name == "ping":
-                tracker.keepalive()
-                return
-            if name is None:
-                tracker.anomaly(names.ANOM_UNKNOWN_EVENT, "event without an event: name (clients skip it)")
-                return
-            if not data and name != "error":
-                return
-        try:
-            value = json.loads(data)
-        except (ValueError, RecursionError):
-            tracker.anomaly(names.ANOM_UNDECODABLE, "data is not JSON" + (f" (event {name!r})" if name else ""))
-            return
-        tracker.event(value, name)
+        for name, payload in items:
+            if type(payload) is bytes:
+                s = self.shape
+                if (s is not None and name == s.name
+                        and shaped(payload, s.k, s.prefix, s.tail, s.tail_len, s.head, s.head_len, s.foot, s.foot_len,
+                                   s.space)
+                        and tracker.plain_delta(s.choice)):  # fmt: skip
+                    continue
+                value = decode(payload)
+                reader.event(name, value)
+                if type(value) is dict and tracker.takes_plain(value):
+                    self._learn(name, payload, value)
+            elif type(payload) is SSEComment:
+                reader.comments()
+            else:
+                reader.event(name, decode(payload))  # type: ignore[arg-type]  # (text from the text decoder, or None)
 
     def eof(self) -> None:
         decoder = self.decoder
-        for name, payload in decoder.finish():
-            self.event(name, payload)
-        if decoder.comments != self.comments:
-            self.tracker.keepalive(decoder.comments - self.comments)
-            self.comments = decoder.comments
-        if decoder.unterminated:
-            self.tracker.anomaly(names.ANOM_UNTERMINATED_EVENT, "the body ended inside an event (no blank line)")
+        self._items(decoder.finish())
+        self.reader.finish(decoder.unterminated)
         finish(self.call, "eof")
 
+    # --- learning a plain delta's shape (rare: once per stream, per content block, or when the layout changes) ---
+    def _may_learn(self) -> bool:
+        """A few shapes per stream, then only as many as plain deltas pay for (n=2 choices interleaved change shape
+        at every event: each learning costs a second ``json.loads``)."""
+        if self.learns >= _LEARN_FREELY and self.tracker.deltas <= _DELTAS_PER_LEARN * self.learns:
+            return False
+        self.learns += 1
+        return True
 
-# the byte patterns of a plain text delta, and the events the flat path reads in their place (never mutated)
-_MSG_HEAD = b'{"type":"content_block_delta","index"'
-_MSG_HEAD_LEN = len(_MSG_HEAD)
-_MSG_TEXT = b'"delta":{"type":"text_delta","text":"'
-_MSG_TEXT_LEN = len(_MSG_TEXT)
-_CHAT_TEXT = b'"choices":[{"index":0,"delta":{"content":"'
-_CHAT_TEXT_LEN = len(_CHAT_TEXT)
-# the events the flat path reads in place of the plain deltas recognised on the bytes (never mutated)
-_MESSAGES_DELTA: dict[str, Any] = {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "-"}}
-_CHAT_DELTA: dict[str, Any] = {"choices": [{"index": 0, "delta": {"content": "-"}}]}
+    def _learn(self, name: str | None, payload: bytes, value: dict[str, Any]) -> None:
+        old = self.shape
+        if (old is not None and old.name == name and payload.startswith(old.prefix)
+                and (old.tail is None or payload.endswith(old.tail))):  # fmt: skip
+            return  # the shape is known: this text has a quote in it
+        if not self._may_learn():
+            return
+        text = _text_of(self.tracker.surface, value)
+        key = b'"content":' if self.tracker.surface == names.CHAT_COMPLETIONS else b'"text":'
+        k = payload.find(key)
+        if k < 0 or text is None:
+            return
+        k += len(key)
+        while payload[k : k + 1] in _JSON_SPACE_BYTES:  # (spaced JSON: `"content": "…"`)
+            k += 1
+        if payload[k : k + 1] != b'"':
+            return
+        k += 1
+        j = payload.find(34, k)
+        if j <= k or payload[j - 1] == 92:  # a text with a quote in it: the next plain delta is learned
+            return
+        prefix, tail = payload[:k], payload[j:]
+        probe = _decoded(prefix + b"x" + tail)
+        if probe is None or not _same_but_text(self.tracker.surface, probe, value, text):
+            return
+        choice = self.tracker.last_choice
+        shape = Shape(name, choice, prefix, tail)
+        if old is not None and old.tail is not None and old.prefix == prefix and old.name == name:
+            shape = self._varying(old, tail) or shape
+        self.shape = shape
+
+    def _varying(self, old: Shape, tail: bytes) -> Shape | None:
+        """The shape of two plain deltas whose bytes after the text differ in one place only, a string value or the
+        whitespace between two tokens (padding), or None."""
+        a = old.tail
+        assert a is not None  # (only a fixed tail is compared)
+        b = tail
+        if 92 in a or 92 in b:  # quotes are counted below: no escapes
+            return None
+        n = min(len(a), len(b))
+        i = 0
+        while i < n and a[i] == b[i]:
+            i += 1
+        e = 0
+        while e < n - i and a[-1 - e] == b[-1 - e]:
+            e += 1
+        head, foot = a[:i], a[len(a) - e :]
+        space = head.count(34) % 2 == 1  # the first quote closes the text: an odd count is outside any string
+        if space:
+            head, foot = head.rstrip(_JSON_SPACE), foot.lstrip(_JSON_SPACE)
+        else:
+            q = foot.find(34)
+            head, foot = head[: head.rfind(34) + 1], foot[q:]  # from the value's opening to its closing quote
+            if q < 0 or foot[1:].lstrip()[:1] == b":":  # (a key, not a value)
+                return None
+        for t in (a, b):
+            mid = t[len(head) : len(t) - len(foot)]
+            if (mid.strip(_JSON_SPACE) if space else 34 in mid or 10 in mid or 13 in mid):
+                return None
+        probe = _decoded(old.prefix + b"x" + head + (b" " if space else b"y") + foot)
+        if probe is None or _text_of(self.tracker.surface, probe) != "x" or not self.tracker.takes_plain(probe):
+            return None
+        return Shape(old.name, old.choice, old.prefix, None, head, foot, space)
+
+
+def _decoded(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _slot(surface: str, ev: Any) -> tuple[dict[str, Any], str] | None:
+    """Where a plain delta's text is in its decoded JSON: (the dict holding it, its key)."""
+    try:
+        if surface == names.MESSAGES:
+            return ev["delta"], "text"
+        c = ev["choices"][0]
+        return (c["delta"], "content") if surface == names.CHAT_COMPLETIONS else (c, "text")
+    except (KeyError, TypeError, IndexError):
+        return None
+
+
+def _text_of(surface: str, ev: Any) -> Any:
+    slot = _slot(surface, ev)
+    return None if slot is None else slot[0].get(slot[1]) if type(slot[0]) is dict else None
+
+
+def _same_but_text(surface: str, probe: Any, value: Any, text: str) -> bool:
+    """Whether ``probe`` (the bytes with "x" for the text) is ``value`` but for its text: the learned bytes vary in
+    the text only."""
+    slot = _slot(surface, probe)
+    if slot is None or type(slot[0]) is not dict or slot[0].get(slot[1]) != "x":
+        return False
+    slot[0][slot[1]] = text
+    return bool(probe == value)
 
 
 def inflater(coding: str) -> Any:
