@@ -82,6 +82,10 @@ def worker_env() -> dict[str, str]:
     first = [SNAPSHOT["dir"]] if SNAPSHOT else []
     env["PYTHONPATH"] = os.pathsep.join([*first, ROOT, env.get("PYTHONPATH", "")])
     env["PYTHONHASHSEED"] = "0"
+    # the runtime self-check runs its fault matrix once per instrument() in a background thread: under callgrind its
+    # millions of instructions land in whichever phase is open (the paired twin re-instruments per phase); its cost
+    # is per process, measured apart by bench/self_check.py
+    env["OTELSTREAM_SELF_CHECK"] = "false"
     env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
     return env
 

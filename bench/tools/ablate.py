@@ -94,6 +94,7 @@ def measure(variant: str, a: argparse.Namespace) -> float:
     out = tempfile.mkdtemp(prefix="otelstream-ablate-")
     try:
         env = {**os.environ, "PYTHONHASHSEED": "0", "OTELSTREAM_WATCHDOG_INTERVAL_S": "3600",
+               "OTELSTREAM_SELF_CHECK": "false",  # once per process (bench/self_check.py), not per stream
                "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
         subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
                         f"--callgrind-out-file={out}/cg.%p", sys.executable, __file__, "--child", variant,
