@@ -186,6 +186,7 @@ def test_the_demo_prints_its_first_line_before_loading_the_sdks() -> None:
     assert first_after < 2.0, first_after
 
 
+@demo_sdk
 def test_the_demo_says_each_set_up_step_while_it_happens() -> None:
     """After its first line the demo was silent for ~9 s (SDK imports, warm-up); now each step is said before it
     runs: the loading line before the first SDK import, the warm-up and instrumented lines before the first stream."""
