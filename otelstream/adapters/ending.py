@@ -115,10 +115,7 @@ def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
         for chunk in body:
             call.reading = False
             if plain and chunk:
-                try:
-                    line_start = _comments(tracker, chunk, line_start)
-                except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
-                    _guard.report("adapters.keepalives", exc)
+                line_start = _comments(tracker, chunk, line_start)
             yield chunk
             call.reading = True
     finally:
@@ -134,10 +131,7 @@ async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes
         async for chunk in chunks:
             call.reading = False
             if plain and chunk:
-                try:
-                    line_start = _comments(tracker, chunk, line_start)
-                except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
-                    _guard.report("adapters.keepalives", exc)
+                line_start = _comments(tracker, chunk, line_start)
             yield chunk
             call.reading = True
     finally:
@@ -151,11 +145,14 @@ async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes
 def _comments(tracker: Any, chunk: bytes, line_start: bool) -> bool:
     """Count the comment lines that begin in ``chunk`` (a line begins after LF or a bare CR, or at the chunk's start
     when the last chunk ended a line): byte searches, no parsing. Returns whether ``chunk`` ends a line."""
-    found = chunk.count(b"\n:") + chunk.count(b"\r:")
-    if line_start and chunk[0] == 0x3A:  # ':'
-        found += 1
-    if found:
-        tracker.keepalive(found, tracker.clock())
+    try:
+        found = chunk.count(b"\n:") + chunk.count(b"\r:")
+        if line_start and chunk[0] == 0x3A:  # ':'
+            found += 1
+        if found:
+            tracker.keepalive(found, tracker.clock())
+    except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
+        _guard.report("adapters.keepalives", exc)
     return chunk[-1] in (0x0A, 0x0D)
 
 
