@@ -56,8 +56,11 @@ def observe(cls: type[Observed], surface: str, chunks: list[bytes]) -> StreamRep
     return report
 
 
-def _event(surface: str, kind: str, text: str, spaced: bool, pad: str) -> bytes:
+def _event(surface: str, kind: str, text: str, spaced: bool, pad: str, decoy: str | None = None) -> bytes:
+    """One event; ``pad``: the provider's padding; ``decoy``: a string value of a key named like the text's, first
+    in the event (what a shape is learned from is the first such value)."""
     sep = (", ", ": ") if spaced else (",", ":")
+    obj: dict[str, Any]
     if surface == names.MESSAGES:
         name = "content_block_delta"
         if kind == "start":
@@ -74,13 +77,14 @@ def _event(surface: str, kind: str, text: str, spaced: bool, pad: str) -> bytes:
         else:
             obj = {"type": "content_block_delta", "index": 1 if kind == "plain1" else 0,
                    "delta": {"type": "text_delta", "text": text}}  # fmt: skip
+        if decoy is not None:
+            obj = {"text": decoy, **obj}
         data = json.dumps(obj, separators=sep)
         if pad:  # Anthropic's: spaces before the last brace
             data = data[:-1] + " " * len(pad) + "}"
         return f"event: {name}\ndata: {data}\n\n".encode()
     choice: dict[str, Any] = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}
-    obj: dict[str, Any] = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-                           "choices": [choice]}  # fmt: skip
+    obj = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
     if kind == "start":
         choice["delta"] = {"role": "assistant", "content": ""}
     elif kind == "end":
@@ -93,6 +97,8 @@ def _event(surface: str, kind: str, text: str, spaced: bool, pad: str) -> bytes:
         choice["delta"] = {"reasoning_content": text}
     if pad:  # OpenAI's obfuscation
         obj["obfuscation"] = pad
+    if decoy is not None:
+        obj = {"content": decoy, **obj}
     return b"data: " + json.dumps(obj, separators=sep).encode() + b"\n\n"
 
 
@@ -106,6 +112,10 @@ def bodies(draw: st.DrawFn) -> tuple[str, list[bytes]]:
     surface = draw(st.sampled_from([names.CHAT_COMPLETIONS, names.MESSAGES]))
     spaced = draw(st.booleans())
     padded = draw(st.booleans())
+    decoys = draw(st.booleans())
+
+    def decoy() -> str | None:
+        return draw(st.sampled_from(["a", "b", "cd"])) if decoys else None
 
     def pad() -> str:
         return draw(st.text(alphabet="abcXYZ019", min_size=1, max_size=12)) if padded else ""
@@ -122,12 +132,12 @@ def bodies(draw: st.DrawFn) -> tuple[str, list[bytes]]:
         elif kind == "junk":
             events.append(b"data: {not json\n\n")
         elif kind == "mutant":  # a plain delta's bytes with one byte put anywhere
-            raw = _event(surface, "plain", draw(texts), spaced, pad())
+            raw = _event(surface, "plain", draw(texts), spaced, pad(), decoy())
             at = draw(st.integers(0, len(raw)))
             byte = draw(st.sampled_from([b'"', b"\\", b"\n", b"\r", b" ", b"\t", b"\x00", b"\xff", b"x", b"}"]))
             events.append(raw[:at] + byte + raw[at:])
         else:
-            events.append(_event(surface, kind, draw(texts), spaced, pad()))
+            events.append(_event(surface, kind, draw(texts), spaced, pad(), decoy()))
     if draw(st.booleans()):
         events.append(_event(surface, "end", "", spaced, pad()))
     raw = b"".join(events)

@@ -14,7 +14,6 @@ layout) is decoded, as the rules say."""
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from typing import Any
@@ -76,7 +75,7 @@ def shaped(data: bytes, k: int, prefix: bytes, tail: bytes | None, tail_len: int
     if j <= k or h > f or data[j:h] != head or data[f:] != foot or not json_text(data[k:j]):
         return False
     pad = data[h:f]
-    return not pad.strip(_JSON_SPACE) if space else json_text(pad)
+    return not pad.strip(_JSON_SPACE) if space else pad != b"" and json_text(pad)  # (it may be the text: _learn)
 
 
 def json_text(text: bytes) -> bool:
@@ -177,16 +176,22 @@ class Observed:
         return True
 
     def _learn(self, name: str | None, payload: bytes, value: dict[str, Any]) -> None:
+        """``payload`` decoded to ``value``, which the tracker's flat path takes: its shape, from the string value of
+        its ``content`` (Chat) or ``text`` key on. Why any bytes of that shape are a plain delta too: all of them
+        but one string value (or two: ``_varying``) are the same, and of a string's contents (``json_text``) the
+        flat path reads only that the text is not empty, which the shape asks of every value that varies (whichever
+        of them is the text: another key of that name may come first). It reads strings by equality only where two
+        plain deltas cannot differ (``type``), and a finish reason, usage or error that is a string makes the event
+        no plain delta. No second ``json.loads``: it would cost a third of a stream's per-event savings."""
         old = self.shape
         if (old is not None and old.name == name and payload.startswith(old.prefix)
                 and (old.tail is None or payload.endswith(old.tail))):  # fmt: skip
             return  # the shape is known: this text has a quote in it
         if not self._may_learn():
             return
-        text = _text_of(self.tracker.surface, value)
         key = b'"content":' if self.tracker.surface == names.CHAT_COMPLETIONS else b'"text":'
         k = payload.find(key)
-        if k < 0 or text is None:
+        if k < 0:
             return
         k += len(key)
         while payload[k : k + 1] in _JSON_SPACE_BYTES:  # (spaced JSON: `"content": "…"`)
@@ -198,18 +203,14 @@ class Observed:
         if j <= k or payload[j - 1] == 92:  # a text with a quote in it: the next plain delta is learned
             return
         prefix, tail = payload[:k], payload[j:]
-        probe = _decoded(prefix + b"x" + tail)
-        if probe is None or not _same_but_text(self.tracker.surface, probe, value, text):
-            return
-        choice = self.tracker.last_choice
-        shape = Shape(name, choice, prefix, tail)
+        shape = Shape(name, self.tracker.last_choice, prefix, tail)
         if old is not None and old.tail is not None and old.prefix == prefix and old.name == name:
             shape = self._varying(old, tail) or shape
         self.shape = shape
 
     def _varying(self, old: Shape, tail: bytes) -> Shape | None:
-        """The shape of two plain deltas whose bytes after the text differ in one place only, a string value or the
-        whitespace between two tokens (padding), or None."""
+        """The shape of two plain deltas whose bytes after the text differ in one place only, a string value (not a
+        key) or the whitespace between two tokens (padding), or None (``_learn`` says why that is enough)."""
         a = old.tail
         assert a is not None  # (only a fixed tail is compared)
         b = tail
@@ -235,43 +236,7 @@ class Observed:
             mid = t[len(head) : len(t) - len(foot)]
             if (mid.strip(_JSON_SPACE) if space else 34 in mid or 10 in mid or 13 in mid):
                 return None
-        probe = _decoded(old.prefix + b"x" + head + (b" " if space else b"y") + foot)
-        if probe is None or _text_of(self.tracker.surface, probe) != "x" or not self.tracker.takes_plain(probe):
-            return None
         return Shape(old.name, old.choice, old.prefix, None, head, foot, space)
-
-
-def _decoded(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _slot(surface: str, ev: Any) -> tuple[dict[str, Any], str] | None:
-    """Where a plain delta's text is in its decoded JSON: (the dict holding it, its key)."""
-    try:
-        if surface == names.MESSAGES:
-            return ev["delta"], "text"
-        c = ev["choices"][0]
-        return (c["delta"], "content") if surface == names.CHAT_COMPLETIONS else (c, "text")
-    except (KeyError, TypeError, IndexError):
-        return None
-
-
-def _text_of(surface: str, ev: Any) -> Any:
-    slot = _slot(surface, ev)
-    return None if slot is None else slot[0].get(slot[1]) if type(slot[0]) is dict else None
-
-
-def _same_but_text(surface: str, probe: Any, value: Any, text: str) -> bool:
-    """Whether ``probe`` (the bytes with "x" for the text) is ``value`` but for its text: the learned bytes vary in
-    the text only."""
-    slot = _slot(surface, probe)
-    if slot is None or type(slot[0]) is not dict or slot[0].get(slot[1]) != "x":
-        return False
-    slot[0][slot[1]] = text
-    return bool(probe == value)
 
 
 def inflater(coding: str) -> Any:
