@@ -66,8 +66,8 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
 
 
 def current_task() -> object:
-    """The task running here: asyncio's, else trio's (anyio on trio; trio is not a dependency), else a token that
-    stands for "this event loop's thread", so that a close from the pull's own code still matches its pull."""
+    """The task running here: asyncio's, else trio's (anyio on trio; trio is not a dependency), else one token for
+    every unknown runner: a close there is then told from its pull by ``Call.reading`` alone."""
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no asyncio loop running here
