@@ -86,6 +86,17 @@ class ClientReader:
         if not self.stopped:
             self.tracker.keepalive(count)
 
+    def payload(self, name: str | None, data: str | bytes | None) -> Any:
+        """One dispatched event, its data as the body holds it: decoded only where the rules read it (a ping and an
+        unnamed event are decided by their name). Returns the decoded value, or None when not decoded."""
+        if (self.named and not self.stopped and (name is None or name == "ping") and data is not None
+                and data[:6] != (_DONE_BYTES if type(data) is bytes else DONE)):  # fmt: skip
+            self.event(name, None)
+            return None
+        value = decode(data)
+        self.event(name, value)
+        return value
+
     def event(self, name: str | None, value: Any) -> None:
         """One dispatched event: its ``event:`` name and its decoded data (``decode``)."""
         t = self.tracker

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from otelstream import names
 from otelstream.adapters.calls import Call
 from otelstream.adapters.http import body as http_body
-from otelstream.adapters.http import decoding
 from otelstream.adapters.http.decoding import Observed
+from otelstream.core import client_rules
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
 
@@ -161,8 +161,8 @@ def test_plain_deltas_are_not_decoded(monkeypatch: Any) -> None:
     """Guards the test above against comparing decoding with itself: after the first plain delta of a layout, the
     rest of them are recognised on their bytes, padded or not, one event per chunk or several."""
     decoded: list[bytes] = []
-    decode = decoding.decode
-    monkeypatch.setattr(decoding, "decode", lambda data, *a: (decoded.append(data), decode(data, *a))[1])
+    decode = client_rules.decode
+    monkeypatch.setattr(client_rules, "decode", lambda data, *a: (decoded.append(data), decode(data, *a))[1])
     for surface in (names.CHAT_COMPLETIONS, names.MESSAGES):
         for spaced, padded, whole in itertools.product([False, True], repeat=3):
             events = [_event(surface, "start", "", spaced, "")]

@@ -118,3 +118,19 @@ def test_a_subclass_stamps_its_deliveries() -> None:
     for data in (CHAT_DELTA, b"[DONE]", CHAT_DELTA):
         reader.event(None, decode(data))
     assert len(seen) == 1
+
+
+def test_payload_decodes_only_what_the_rules_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ping and an unnamed event are decided by their name: their data is not decoded (``[DONE]`` still is the
+    sentinel, whatever the name)."""
+    decoded: list[Any] = []
+    decode_ = rules.decode
+    monkeypatch.setattr(rules, "decode", lambda data, *a: decoded.append(data) or decode_(data, *a))
+    t = StreamTracker(StreamStart(surface=names.MESSAGES), clock=lambda: 1)
+    reader = ClientReader(t, sdk=False)
+    assert reader.payload("ping", b'{"type": "ping"}') is None and reader.payload(None, MSG_DELTA) is None
+    assert decoded == [] and t.keepalives == 1 and kinds(t.end("eof")) == {names.ANOM_UNKNOWN_EVENT: 1}  # type: ignore[arg-type]
+    t = StreamTracker(StreamStart(surface=names.MESSAGES), clock=lambda: 1)
+    reader = ClientReader(t, sdk=False)
+    assert reader.payload("ping", "[DONE]") is DONE and t.done_seen and decoded == ["[DONE]"]
+    assert reader.payload("message_start", MSG_START) == decode(MSG_START)

@@ -21,8 +21,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelstream import adapters, names, offline
-from otelstream.adapters.http import decoding
 from otelstream.adapters.http.decoding import inflater
+from otelstream.core import client_rules
 from otelstream.export import Pipeline
 from tests.support import bodies
 from tests.support.recording import RecordingListener
@@ -318,8 +318,8 @@ def test_real_captures_agree_with_check(
     ``otelstream check`` gives for the same recording."""
     raw, blocks = capture_chunks(name)
     parsed = []
-    decode = decoding.decode
-    monkeypatch.setattr(decoding, "decode", lambda data, *a: (parsed.append(1), decode(data, *a))[1])
+    decode = client_rules.decode
+    monkeypatch.setattr(client_rules, "decode", lambda data, *a: (parsed.append(1), decode(data, *a))[1])
     messages = "/messages" in name
     body = MESSAGES if messages else {**CHAT, "stream_options": {"include_usage": b'"usage":{' in raw}}
     if "n2-" in name:

@@ -20,7 +20,7 @@ from typing import Any
 
 from otelstream import names
 from otelstream.adapters.calls import Call, finish
-from otelstream.core.client_rules import ClientReader, decode
+from otelstream.core.client_rules import ClientReader
 from otelstream.core.sse import SSEByteDecoder, SSEByteItem, SSEComment
 
 _LEARN_FREELY = 4  # shapes learned per stream before learning must pay for itself (see Observed._may_learn)
@@ -151,14 +151,13 @@ class Observed:
                                    s.space)
                         and tracker.plain_delta(s.choice)):  # fmt: skip
                     continue
-                value = decode(payload)
-                reader.event(name, value)
+                value = reader.payload(name, payload)
                 if type(value) is dict and tracker.takes_plain(value):
                     self._learn(name, payload, value)
-            elif type(payload) is SSEComment:
+            elif isinstance(payload, SSEComment):
                 reader.comments()
             else:
-                reader.event(name, decode(payload))  # type: ignore[arg-type]  # (text from the text decoder, or None)
+                reader.payload(name, payload)  # (text from the text decoder, or None: cut at its limit)
 
     def eof(self) -> None:
         decoder = self.decoder
