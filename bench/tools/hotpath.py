@@ -8,6 +8,8 @@ generator layer (the two other per-event costs of an adapter).
     python bench/tools/hotpath.py --adapter  # callgrind: marginal Ir per event of the whole observation, per surface
                                              # and mode (real SDK streams over MockTransport, a listener that exports
                                              # nothing): the tap, the generator around __stream__, tracker.event
+    python bench/tools/hotpath.py --adapter chat/sync messages/async --variant no-pulling
+                                             # some cells, with one part taken out (diagnostics, see VARIANTS)
 
 One delta event per surface, fed to one tracker in a loop (Responses with increasing ``sequence_number``): as decoded
 JSON (what offline replay passes) and as the SDK's model object built through the SDK's ``construct_type``
@@ -207,11 +209,65 @@ class _NullListener:
         pass
 
 
-def adapter_child(surface: str, mode: str) -> None:
+# --adapter --variant: the same observation with one per-event part taken out, to measure what it costs (not a working
+# configuration: what the part observes is lost)
+VARIANTS = {
+    "as-is": "",
+    "no-pulling": "the pulling thread / task not recorded per pull (observing.py: call.pulling)",
+    "no-comments": "the body's comment lines not counted (ending.py: _comments)",
+    "no-body-layer": "no generator around the body's chunks (ending.py: _read_sync / _read_async)",
+}
+
+
+def _take_out(variant: str) -> None:
+    from otelstream.adapters import ending, observing
+    from otelstream.adapters.calls import Call
+
+    if variant == "no-comments":
+        ending._BodyBase._otelstream_plain = False  # type: ignore[assignment]
+    elif variant == "no-body-layer":
+        ending._SyncBody.__iter__ = lambda self: iter(self._otelstream_body)  # type: ignore[method-assign]
+        ending._AsyncBody.__aiter__ = lambda self: self._otelstream_body.__aiter__()  # type: ignore[method-assign]
+    elif variant == "no-pulling":
+        _guard = observing._guard
+
+        def observe_sync(gen, call: Call, classify):  # observing.observe_sync without call.pulling
+            tracker = call.tracker
+            clock = tracker.clock
+            with observing._StreamEnd(call, classify):
+                tracker.first_pull(clock())
+                for item in gen:
+                    try:
+                        tracker.event(item, call.frame)
+                    except Exception as exc:
+                        _guard.report("adapters.event", exc)
+                    yield item
+                    tracker.t_pull = clock()
+
+        async def observe_async(agen, call: Call, classify):
+            tracker = call.tracker
+            clock = tracker.clock
+            with observing._StreamEnd(call, classify):
+                tracker.first_pull(clock())
+                async for item in agen:
+                    try:
+                        tracker.event(item, call.frame)
+                    except Exception as exc:
+                        _guard.report("adapters.event", exc)
+                    yield item
+                    tracker.t_pull = clock()
+
+        observing.observe_sync = observe_sync  # type: ignore[assignment]
+        observing.observe_async = observe_async  # type: ignore[assignment]
+
+
+def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:
     import asyncio
 
     from bench import canned, configs, worker
     from otelstream import adapters
+
+    _take_out(variant)
 
     setup = configs.Setup("baseline", anthropic_kwargs={"open_telemetry": False})
     try:
@@ -250,15 +306,17 @@ def adapter_child(surface: str, mode: str) -> None:
         loop.close()
 
 
-def adapter() -> None:
+def adapter(cells: list[str], variant: str) -> None:
     env = dict(os.environ, PYTHONHASHSEED="0")
     for surface in ADAPTER_CELLS:
         for mode in ("sync", "async"):
+            if cells and f"{surface}/{mode}" not in cells and surface not in cells:
+                continue
             d = tempfile.mkdtemp()
             try:
                 subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid",
                                 f"--callgrind-out-file={d}/cg.%p", sys.executable, __file__, "--adapter-child",
-                                surface, mode], env=env, capture_output=True, check=True)  # fmt: skip
+                                surface, mode, variant], env=env, capture_output=True, check=True)  # fmt: skip
 
                 def tot(k: int) -> int:
                     with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
@@ -267,8 +325,8 @@ def adapter() -> None:
                 events = (canned.expected_events(surface, _LONG) - canned.expected_events(surface, _SHORT)) * _STREAMS
                 off = tot(3) - tot(2)
                 on = tot(6) - tot(5)
-                print(f"{surface} {mode}: {(on - off) / events:,.0f} Ir per event added "
-                      f"(SDK alone {off / events:,.0f})")
+                print(f"{surface} {mode}{'' if variant == 'as-is' else ' ' + variant}: "
+                      f"{(on - off) / events:,.0f} Ir per event added (SDK alone {off / events:,.0f})")
             finally:
                 shutil.rmtree(d, ignore_errors=True)
 
@@ -330,10 +388,14 @@ def main() -> None:
         child(sys.argv[2])
         return
     if len(sys.argv) > 3 and sys.argv[1] == "--adapter-child":
-        adapter_child(sys.argv[2], sys.argv[3])
+        adapter_child(*sys.argv[2:5])
         return
     if "--adapter" in sys.argv:
-        adapter()
+        args = sys.argv[1:]
+        variant = args[args.index("--variant") + 1] if "--variant" in args else "as-is"
+        if variant not in VARIANTS:
+            raise SystemExit(f"--variant: one of {', '.join(VARIANTS)}")
+        adapter([a for a in args if not a.startswith("-") and a != variant], variant)
         return
     if "--opcodes" in sys.argv:
         opcodes()
