@@ -38,9 +38,11 @@ from bench import canned  # noqa: E402
 N = 20_000
 SURFACES = ("chat_completions", "responses", "messages")
 # decoded JSON (offline replay) and the SDK's model (what the SSE and WebSocket adapters pass)
-# the HTTP-level observer (adapters/http_body.py): one SSE event per byte chunk through its body wrapper, in the
-# providers' compact JSON (plain deltas recognised on the bytes) and in spaced JSON (every event parsed)
-HTTP = ("http/chat_completions", "http/messages", "http/chat_completions/spaced", "http/messages/spaced")
+# the HTTP-level observer (adapters/http/): one SSE event per byte chunk through its body wrapper, in the providers'
+# compact JSON, in spaced JSON, and padded as the providers pad their events (a value or whitespace that changes with
+# every event: OpenAI's obfuscation, Anthropic's spaces)
+HTTP = ("http/chat_completions", "http/messages", "http/chat_completions/spaced", "http/messages/spaced",
+        "http/chat_completions/padded", "http/messages/padded")  # fmt: skip
 WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), *HTTP, "clock", "generator_layer")
 
 
@@ -164,6 +166,13 @@ def _http_loops(what: str, n: int):
 
     # the stream's first events (the tracker is steady after them: 2 of n + 2 events), then n deltas
     chunks = [*(sse(*f) for f in frames), *[sse(*delta)] * n]
+    if what.endswith("/padded"):  # each delta padded differently (1 to 16 bytes)
+        name, obj = delta
+        if surface == "messages":
+            plain = sse(name, obj)
+            chunks[len(frames):] = [plain[:-3] + b" " * (1 + i % 16) + b"}\n\n" for i in range(n)]
+        else:
+            chunks[len(frames):] = [sse(name, {**obj, "obfuscation": "aB3" * (1 + i % 5)}) for i in range(n)]
 
     def body():
         start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())

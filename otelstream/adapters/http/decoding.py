@@ -119,24 +119,36 @@ class Observed:
             data = self.inflate(data)
         k = self.k
         s = self.shape
-        # the common chunk: exactly one event, of the plain delta's shape (``shaped``, inline: a call per chunk costs
-        # a tenth of the budget)
+        # the common chunk: exactly one event, of the plain delta's shape (``shaped`` and ``json_text``, inline: a
+        # call per chunk costs a tenth of the budget)
         if k and s is not None and data[:k] == s.cprefix:
             tail = s.ctail
             if tail is not None:
                 m = len(data) - s.ctail_len
                 if m > k and data[m:] == tail:
                     text = data[k:m]
-                    try:  # json_text(), inline
+                    try:
                         ok = (34 not in text and (92 not in text or _ESCAPES(text) is not None)
                               and text.decode().isprintable())  # fmt: skip
                     except UnicodeDecodeError:
                         ok = False
                     if ok and self.tracker.plain_delta(s.choice):
                         return
-            elif shaped(data, k, s.cprefix, None, 0, s.head, s.head_len, s.cfoot, s.cfoot_len, s.space) and \
-                    self.tracker.plain_delta(s.choice):  # fmt: skip
-                return
+            else:
+                m = data.find(34, k)  # the text's closing quote (an escaped one: json_text fails on the text)
+                h = m + s.head_len
+                f = len(data) - s.cfoot_len
+                if m > k and h <= f and data[m:h] == s.head and data[f:] == s.cfoot:
+                    text = data[k:m]
+                    pad = data[h:f]
+                    try:
+                        ok = ((92 not in text or _ESCAPES(text) is not None) and text.decode().isprintable()
+                              and (not pad.strip(_JSON_SPACE) if s.space else
+                                   pad != b"" and 34 not in pad and 92 not in pad and pad.decode().isprintable()))
+                    except UnicodeDecodeError:  # fmt: skip
+                        ok = False
+                    if ok and self.tracker.plain_delta(s.choice):
+                        return
         self._items(self.decoder.feed(data))
         self.k = self.shape.ck if self.shape is not None and self.decoder.idle else 0
 
