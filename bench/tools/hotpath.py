@@ -15,7 +15,7 @@ One delta event per surface, fed to one tracker in a loop (Responses with increa
 JSON (what offline replay passes) and as the SDK's model object built through the SDK's ``construct_type``
 (``/model``: what the SSE and WebSocket adapters pass). ``http/…``: the HTTP-level observer's whole per-event path
 (its body wrapper, the SSE split, the delta check or ``json.loads``, the tracker), one event per byte chunk, against
-the caller's loop over the same chunks.
+the caller's loop over the same chunks; ``http/…/stream``: whole streams of the events that are not plain deltas.
 """
 
 from __future__ import annotations
@@ -42,7 +42,15 @@ SURFACES = ("chat_completions", "responses", "messages")
 # compact JSON, in spaced JSON, and padded as the providers pad their events (a value or whitespace that changes with
 # every event: OpenAI's obfuscation, Anthropic's spaces)
 HTTP = ("http/chat_completions", "http/messages", "http/chat_completions/spaced", "http/messages/spaced",
-        "http/chat_completions/padded", "http/messages/padded")  # fmt: skip
+        "http/chat_completions/padded", "http/messages/padded",
+        # whole streams without a delta (the events every stream has: Chat's role, finish, usage chunks and [DONE],
+        # Messages' start, block start, ping, block stop, delta, stop): Ir per stream
+        "http/chat_completions/stream", "http/messages/stream")  # fmt: skip
+STREAMS = 200  # the /stream cases' iterations
+
+
+def count(what: str) -> int:
+    return STREAMS if what.endswith("/stream") else N
 WHAT = (*SURFACES, *(f"{s}/model" for s in SURFACES), *HTTP, "clock", "generator_layer")
 
 
@@ -164,6 +172,23 @@ def _http_loops(what: str, n: int):
     def sse(name, obj):
         return (f"event: {name}\n" if name else "").encode() + b"data: " + json.dumps(obj, separators=sep).encode() + b"\n\n"
 
+    if what.endswith("/stream"):
+        events = canned.frames("http-messages" if surface == "messages" else "http-chat", 0)
+
+        def streams():
+            for _ in range(n):
+                start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
+                obs = Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
+                for _ in http_body._iter_sync(iter(events), obs):
+                    pass
+
+        def no_streams():
+            for _ in range(n):
+                for _ in iter(events):
+                    pass
+
+        return streams, no_streams
+
     # the stream's first events (the tracker is steady after them: 2 of n + 2 events), then n deltas
     chunks = [*(sse(*f) for f in frames), *[sse(*delta)] * n]
     if what.endswith("/padded"):  # each delta padded differently (1 to 16 bytes)
@@ -188,7 +213,7 @@ def _http_loops(what: str, n: int):
 
 
 def child(what: str) -> None:
-    body, ref = loops(what)
+    body, ref = loops(what, count(what))
     body()
     ref()
     os.getppid()
@@ -377,7 +402,7 @@ def nanos() -> None:
             e(x, None)
 
     rows = {"empty method call": (empty_loop, loops("clock")[1])}
-    for what in WHAT[:-2]:
+    for what in (w for w in WHAT[:-2] if count(w) == N):
         rows[what] = loops(what)
     for what, (body, ref) in rows.items():
         samples = []
@@ -426,7 +451,7 @@ def main() -> None:
                 with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
                     return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
 
-            print(f"{what}: {(tot(3) - tot(2)) / N:,.0f} Ir per event")
+            print(f"{what}: {(tot(3) - tot(2)) / count(what):,.0f} Ir per {'stream' if count(what) != N else 'event'}")
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
