@@ -18,6 +18,9 @@ The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog
     tracker.t_pull = clock()        # the caller asks for the next event: a wait begins
     item = next(sdk_generator)      # meanwhile, at the SSE layer: tracker.t_frame = clock() (the wait's end)
     tracker.event(item, sse_name)   # the item is classified, timed at t_frame (else now)
+
+The HTTP-level observer, which recognises a plain delta on its bytes, calls ``tracker.plain_delta(choice)`` in place
+of ``event`` for it (recorded as the flat path records it; ``takes_plain`` says which decoded events it may stand for).
 """
 
 from __future__ import annotations
