@@ -24,6 +24,7 @@ from otelstream.core.client_rules import ClientReader
 from otelstream.core.sse import SSEByteDecoder, SSEByteItem, SSEComment
 
 _LEARN_FREELY = 4  # shapes learned per stream before learning must pay for itself (see Observed._may_learn)
+_MAX_SHAPE = 2048  # bytes of a plain delta but its text, at most, learned (a shape keeps two copies per stream)
 _DELTAS_PER_LEARN = 16
 
 
@@ -214,6 +215,8 @@ class Observed:
         if j <= k or payload[j - 1] == 92:  # a text with a quote in it: the next plain delta is learned
             return
         prefix, tail = payload[:k], payload[j:]
+        if len(prefix) + len(tail) > _MAX_SHAPE:
+            return
         shape = Shape(name, self.tracker.last_choice, prefix, tail)
         if old is not None and old.tail is not None and old.prefix == prefix and old.name == name:
             shape = self._varying(old, tail) or shape
