@@ -9,6 +9,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 # docs/benchmarks.md
 BUDGET_IR = 6000  # marginal instructions added per event, every surface, sync and async
+BUDGET_IR_HTTP = 15000  # the same for the HTTP-level observer, which frames and classifies the SSE bytes itself
 BUDGET_FIXED = {"otelstream-default": 750_000, "otelstream": 1_100_000}  # added per stream: default, all sinks
 BUDGET_CALLER = 300_000  # of the fixed part, on the caller's thread
 BUDGET_PEER_RATIO = 2.0  # the best peer's added instructions / ours, 200-event stream
@@ -128,9 +129,9 @@ def _worst(rows: list[dict], key: str) -> str:
     return f"{_k(r[key])} ({r['surface']} {r['mode']})"
 
 
-def cg_budget_lines(who: str, by_cfg: dict[str, list[dict]]) -> list[str]:
+def cg_budget_lines(who: str, by_cfg: dict[str, list[dict]], budget_ir: int = BUDGET_IR) -> list[str]:
     """The callgrind budgets' lines for one SDK set's cells of one observation path (``by_cfg``: otelstream's rows
-    per configuration; ``who``: what the SDKs column says)."""
+    per configuration; ``who``: what the SDKs column says; ``budget_ir``: its marginal budget per event)."""
     out = []
     ok_all: list[bool] = []
     figs = []
@@ -138,14 +139,14 @@ def cg_budget_lines(who: str, by_cfg: dict[str, list[dict]]) -> list[str]:
         if not rows:
             continue
         vals = sorted(rows, key=lambda r: (r["surface"], r["mode"] != "sync"))
-        ok_all.append(all(r["added_marginal_ir_per_event"] <= BUDGET_IR for r in rows))
+        ok_all.append(all(r["added_marginal_ir_per_event"] <= budget_ir for r in rows))
         over = [f"{r['surface']} {r['mode']} {r['added_marginal_ir_per_event']:,.0f}" for r in vals
-                if r["added_marginal_ir_per_event"] > BUDGET_IR]  # fmt: skip
+                if r["added_marginal_ir_per_event"] > budget_ir]  # fmt: skip
         figs.append(f"{NAMES[cfg]}: {min(r['added_marginal_ir_per_event'] for r in rows):,.0f} … "
                     f"{max(r['added_marginal_ir_per_event'] for r in rows):,.0f} over {len(rows)} cells"
                     + (f"; over: {', '.join(over)}" if over else ""))  # fmt: skip
     if figs:
-        out.append(f"| marginal ≤ {BUDGET_IR:,} Ir per event, every surface, sync and async | {who} | "
+        out.append(f"| marginal ≤ {budget_ir:,} Ir per event, every surface, sync and async | {who} | "
                    f"{'<br>'.join(figs)} | {_yes(all(ok_all))} |")
     for cfg, budget in BUDGET_FIXED.items():
         rows = by_cfg.get(cfg) or []
@@ -186,7 +187,8 @@ def budget_table(res: dict) -> list[str]:
         for http in (False, True):
             libs = sorted({r.get("http") or "?" for cfg in BUDGET_FIXED for r in cells(sdk, cfg, http)})
             who = f"{sdk}: HTTP-level observer, a plain {', '.join(libs)} client" if http else label(sdk)
-            out += cg_budget_lines(who, {cfg: cells(sdk, cfg, http) for cfg in ("otelstream", "otelstream-default")})
+            out += cg_budget_lines(who, {cfg: cells(sdk, cfg, http) for cfg in ("otelstream", "otelstream-default")},
+                                   BUDGET_IR_HTTP if http else BUDGET_IR)  # fmt: skip
     # the peers: newest SDK set, per surface and mode, 200-event stream
     peers = [r for r in cg if r.get("sdk", "newest") == sdks[0] and not r["config"].startswith("otelstream")
              and r["config"] != "baseline" and r.get("produced")]  # fmt: skip
@@ -364,7 +366,7 @@ def write(res: dict, path: str) -> None:
                          "itself, before the first phase's warm-up). Back-to-back runs agree to ≈ ±600 Ir "
                          "per event (rms; at most ≈1 600) on the added figures, to ≈0.05 % on the baseline. "
                          if "prewarm" in cg else "Deterministic to a few instructions per event. ")
-                      + f"Budgets: marginal ≤ {BUDGET_IR:,} per event; fixed ≤ 0.75 M (default) / 1.1 M (all sinks) per stream, "
+                      + f"Budgets: marginal ≤ {BUDGET_IR:,} per event (the HTTP-level observer's: ≤ {BUDGET_IR_HTTP:,}); fixed ≤ 0.75 M (default) / 1.1 M (all sinks) per stream, "
                         "≤ 0.3 M of it on the caller's thread (`caller`). Peers: in the newest SDK set only. "
                         + HTTP_CELLS, ""]  # fmt: skip
             for sdk in sdks:
