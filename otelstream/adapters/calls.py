@@ -104,8 +104,7 @@ class Call:
     """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
 
     __slots__ = (
-        "attempts", "bound", "frame", "generation", "listener", "observed", "pulling", "reading", "sending", "tracker",
-        "watcher",
+        "attempts", "bound", "frame", "generation", "listener", "observed", "pulling", "sending", "tracker", "watcher",
     )  # fmt: skip
 
     def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
@@ -118,11 +117,9 @@ class Call:
         self.observed = UNOBSERVED  # OBSERVED: the SDK's generator is wrapped and its raw SSE tapped at _iter_events
         self.watcher: _Watch | None = None
         self.frame: Any = None  # the SDK's SSE frame of the item being built (observing.tap_sync / tap_async)
-        # what our own code sees of the iteration, for whose close of the body it was (ending.body_closed): the thread
-        # or task inside a pull of the observing generator (None between pulls), and whether the body wrapper is
-        # waiting for the body's next chunk
+        # the task inside a pull of an async stream's observing generator (None between pulls), for whose close of
+        # the body it was (ending.inside_pull)
         self.pulling: object = None
-        self.reading = False
 
 
 def bind_to(obj: Any, call: Call) -> None:

@@ -5,35 +5,30 @@ body wrappers, ``body_closed``), and what an exception means (``is_cancel``, ``c
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
+from types import FrameType
 from typing import Any
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
 from otelstream import _guard
+from otelstream.adapters import observing
 from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import UNOBSERVED, Call, finish
-from otelstream.adapters.observing import current_task
 
 
-def body_closed(call: Call, whoami: Callable[[], object]) -> None:
-    """The response body is being closed (``whoami``: the identity of the thread or task closing it). Decided from
-    what our own code saw, never from which of the HTTP library's or the SDK's functions is on the stack (they move
-    between minor releases). A close made by the stream's own iteration is not the caller's: our observing generator
-    is inside a pull on this very thread or task (``Call.pulling``) and our body wrapper is not waiting for bytes
-    (``Call.reading``), so the close comes from code the pull itself runs: the SDK's ``finally: response.close()``,
-    the HTTP library's iterator ending at EOF, on an error or a cancelled read, a drain after ``[DONE]``. Leave that
-    end to the generator, which sees how the pull ended. Any other close is the caller's: ``close()``, a context exit,
-    a helper's ``_response.close()``, from another thread or task while a pull waits, or from a signal handler that
-    interrupted a read (the wrapper is then still reading): abandoned (close), unless the stream already ended."""
+def body_closed(call: Call) -> None:
+    """The response body is being closed: by the stream's own iteration, or by the caller (abandoned, close, unless
+    the stream already ended). Decided from what our own code is doing (``inside_pull``), looked up once, here, so that
+    a pull costs nothing for it on a sync stream."""
     if call.tracker.ended:
         return
-    pulling = call.pulling
-    if call.observed != UNOBSERVED and pulling is not None and not call.reading:
+    if call.observed != UNOBSERVED:
         with _guard.guard("adapters.body_closed"):
-            if whoami() == pulling:
+            if inside_pull(call, inspect.currentframe()):
                 return
     finish(call, "close")
 
@@ -92,7 +87,7 @@ class _SyncBody(_BodyBase):
         return _read_sync(self._otelstream_body, self._otelstream_call, self._otelstream_plain)
 
     def close(self) -> None:
-        body_closed(self._otelstream_call, threading.get_ident)
+        body_closed(self._otelstream_call)
         self._otelstream_body.close()
 
 
@@ -101,41 +96,32 @@ class _AsyncBody(_BodyBase):
         return _read_async(self._otelstream_body, self._otelstream_call, self._otelstream_plain)
 
     async def aclose(self) -> None:
-        body_closed(self._otelstream_call, current_task)
+        body_closed(self._otelstream_call)
         await self._otelstream_body.aclose()
 
 
 def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
-    """The body's chunks, passed on unchanged; ``Call.reading`` is true exactly while the next one is awaited. In a
-    body not content-encoded, the SSE comment lines (``: keepalive``) are counted here: the SDKs' decoders drop them."""
+    """The body's chunks, passed on unchanged. In a body not content-encoded, the SSE comment lines (``: keepalive``)
+    are counted here: the SDKs' decoders drop them. While it waits for the body's next chunk, this generator is on
+    the stack (``observing.inside_pull`` looks for it there)."""
     tracker = call.tracker
     line_start = True
-    call.reading = True
-    try:
-        for chunk in body:
-            call.reading = False
-            if plain and chunk:
-                line_start = _comments(tracker, chunk, line_start)
-            yield chunk
-            call.reading = True
-    finally:
-        call.reading = False
+    for chunk in body:
+        if plain and chunk:
+            line_start = _comments(tracker, chunk, line_start)
+        yield chunk
 
 
 async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes]:
     tracker = call.tracker
     line_start = True
     chunks = body.__aiter__()
-    call.reading = True
     try:
         async for chunk in chunks:
-            call.reading = False
             if plain and chunk:
                 line_start = _comments(tracker, chunk, line_start)
             yield chunk
-            call.reading = True
     finally:
-        call.reading = False
         # the body's own iterator is closed here, in this task, rather than left to asyncio's finalizer
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
@@ -146,8 +132,8 @@ def _comments(tracker: Any, chunk: bytes, line_start: bool) -> bool:
     """Count the comment lines that begin in ``chunk`` (a line begins after LF or a bare CR, or at the chunk's start
     when the last chunk ended a line): byte searches, no parsing. Returns whether ``chunk`` ends a line."""
     try:
-        found = chunk.count(b"\n:")
-        if 13 in chunk:  # a bare CR ends a line too: rare, and a memchr costs a seventh of a second search
+        found = chunk.count(b"\n:")  # a method call costs more than the scan: one call, over the whole chunk
+        if 13 in chunk:  # a bare CR ends a line too: rare, and a memchr is cheap
             found += chunk.count(b"\r:")
         if line_start and chunk[0] == 0x3A:  # ':'
             found += 1
@@ -156,6 +142,34 @@ def _comments(tracker: Any, chunk: bytes, line_start: bool) -> bool:
     except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
         _guard.report("adapters.keepalives", exc)
     return chunk[-1] in (0x0A, 0x0D)
+
+
+def inside_pull(call: Call, frame: FrameType | None) -> bool:
+    """Whether the code running ``frame`` runs inside a pull of ``call``'s stream and not inside a read of its body:
+    a close made there is the stream's own: the SDK's ``finally: response.close()``, the HTTP library's iterator
+    ending at EOF, on an error or a cancelled read, a drain after ``[DONE]``; the observing generator sees how the pull
+    ended. Any other close is the caller's: ``close()``, a context exit, a helper's ``_response.close()``, from
+    another thread or task while a pull waits, or from a signal handler that interrupted a read.
+
+    Never from which of the HTTP library's or the SDK's functions run (they move between minor releases): from our
+    own generators on this stack, found by their module and name and told apart from another stream's by their
+    ``call``. The stack is walked from the top, where a read of the body lies above the pull that asked for it. An
+    exception thrown into an async pull runs the ``finally`` clauses below it without linking the frames above them,
+    so there the task running the pull (``Call.pulling``) decides, when the runner names its tasks."""
+    while frame is not None:
+        ours = _OURS.get(frame.f_code.co_name)
+        if ours is not None and frame.f_globals is ours and frame.f_locals.get("call") is call:
+            return ours is observing.__dict__
+        frame = frame.f_back
+    pulling = call.pulling
+    return pulling is not None and pulling is not observing.NO_TASK and observing.current_task() is pulling
+
+
+# the generators of ours that inside_pull looks for: name -> the globals of the module that defines them
+_OURS = {
+    **{fn.__name__: observing.__dict__ for fn in (observing.observe_sync, observing.observe_async)},
+    **{fn.__name__: globals() for fn in (_read_sync, _read_async)},
+}
 
 
 # the client libraries (top-level package names) whose bodies get the close hook: httpx2, both SDKs' client; httpx,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from threading import get_ident
 from types import TracebackType
 from typing import Any
 
@@ -27,27 +26,25 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
-    ended (``_StreamEnd``). While a pull runs, ``call.pulling`` names the thread running it: a close of the body made
-    by that pull is the stream's own (``ending.body_closed``)."""
+    ended (``_StreamEnd``). While a pull runs, this generator is on the stack of the thread running it: a close of
+    the body made by that pull is the stream's own (``ending.inside_pull``)."""
     tracker = call.tracker
     clock = tracker.clock
-    whoami = get_ident
     with _StreamEnd(call, classify):
-        call.pulling = whoami()
         tracker.first_pull(clock())
         for item in gen:
-            call.pulling = None
             try:
                 tracker.event(item, call.frame)
             except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
                 _guard.report("adapters.event", exc)
             yield item
-            call.pulling = whoami()
             tracker.t_pull = clock()
 
 
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
-    """``observe_sync`` for async streams: ``call.pulling`` names the task running the pull."""
+    """``observe_sync`` for async streams. While a pull runs, ``call.pulling`` names the task running it: an exception
+    thrown into the pull (a cancellation) runs the ``finally`` clauses below it without this generator's frame on the
+    stack, so the task is what tells that close from another task's (``ending.inside_pull``)."""
     tracker = call.tracker
     clock = tracker.clock
     whoami = task_identity()
@@ -67,7 +64,7 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
 
 def current_task() -> object:
     """The task running here: asyncio's, else trio's (anyio on trio; trio is not a dependency), else one token for
-    every unknown runner: a close there is then told from its pull by ``Call.reading`` alone."""
+    every unknown runner (``NO_TASK``), where a close is told from its pull by the stack alone."""
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no asyncio loop running here
@@ -80,10 +77,10 @@ def current_task() -> object:
             return trio.lowlevel.current_task()
         except RuntimeError:
             pass
-    return _NO_TASK
+    return NO_TASK
 
 
-_NO_TASK = object()
+NO_TASK = object()
 
 
 def task_identity() -> Callable[[], object]:
