@@ -298,23 +298,23 @@ def _take_out(variant: str) -> None:
 def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:
     import asyncio
 
-    from bench import canned, configs, worker
+    from bench import canned, configs, worker_clients
     from otelstream import adapters
 
     _take_out(variant)
 
     setup = configs.Setup("baseline", anthropic_kwargs={"open_telemetry": False})
     try:
-        worker.make_client(surface, mode, setup, lambda r: [])
+        worker_clients.make_client(surface, mode, setup, lambda r: [])
     except TypeError:  # an anthropic release without the open_telemetry option
         setup = configs.Setup("baseline")
     bodies = {n: canned.frames(surface, n) for n in (_SHORT, _LONG)}
-    client = worker.make_client(surface, mode, setup, lambda r: bodies[int(r.headers["x-deltas"])])
+    client = worker_clients.make_client(surface, mode, setup, lambda r: bodies[int(r.headers["x-deltas"])])
     loop = asyncio.new_event_loop() if mode == "async" else None
 
     def run(n: int) -> None:
         for _ in range(_STREAMS):
-            s = worker.open_stream(client, surface, {"x-deltas": str(n)})
+            s = worker_clients.open_stream(client, surface, {"x-deltas": str(n)})
             if loop is None:
                 for _ in s:
                     pass
