@@ -21,12 +21,9 @@ the caller's loop over the same chunks; ``http/…/stream``: whole streams of th
 from __future__ import annotations
 
 import collections
-import glob
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/tools/ -> the repo
@@ -34,6 +31,7 @@ if ROOT not in sys.path:
     sys.path.append(ROOT)
 
 from bench import canned  # noqa: E402
+from bench.tools.callgrind_dumps import dump_totals  # noqa: E402
 
 N = 20_000
 SURFACES = ("chat_completions", "responses", "messages")
@@ -341,28 +339,16 @@ def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:
 
 
 def adapter(cells: list[str], variant: str) -> None:
-    env = dict(os.environ, PYTHONHASHSEED="0")
     for surface in ADAPTER_CELLS:
         for mode in ("sync", "async"):
             if cells and f"{surface}/{mode}" not in cells and surface not in cells:
                 continue
-            d = tempfile.mkdtemp()
-            try:
-                subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid",
-                                f"--callgrind-out-file={d}/cg.%p", sys.executable, __file__, "--adapter-child",
-                                surface, mode, variant], env=env, capture_output=True, check=True)  # fmt: skip
-
-                def tot(k: int) -> int:
-                    with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
-                        return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
-
-                events = (canned.expected_events(surface, _LONG) - canned.expected_events(surface, _SHORT)) * _STREAMS
-                off = tot(3) - tot(2)
-                on = tot(6) - tot(5)
-                print(f"{surface} {mode}{'' if variant == 'as-is' else ' ' + variant}: "
-                      f"{(on - off) / events:,.0f} Ir per event added (SDK alone {off / events:,.0f})")
-            finally:
-                shutil.rmtree(d, ignore_errors=True)
+            tot = dump_totals([__file__, "--adapter-child", surface, mode, variant])
+            events = (canned.expected_events(surface, _LONG) - canned.expected_events(surface, _SHORT)) * _STREAMS
+            off = tot[3] - tot[2]
+            on = tot[6] - tot[5]
+            print(f"{surface} {mode}{'' if variant == 'as-is' else ' ' + variant}: "
+                  f"{(on - off) / events:,.0f} Ir per event added (SDK alone {off / events:,.0f})")
 
 
 def opcodes() -> None:
@@ -439,22 +425,10 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not installed")
-    env = dict(os.environ, PYTHONHASHSEED="0")
     only = [a for a in sys.argv[1:] if not a.startswith("-")]  # e.g. `hotpath.py http/`: the cases starting so
     for what in (w for w in WHAT if not only or any(w.startswith(o) for o in only)):
-        d = tempfile.mkdtemp()
-        try:
-            subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--callgrind-out-file={d}/cg.%p",
-                            sys.executable, __file__, "--child", what], env=env, capture_output=True, check=True)  # fmt: skip
-
-            def tot(k: int) -> int:
-                with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
-                    return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
-
-            print(f"{what}: {(tot(3) - tot(2)) / count(what):,.0f} Ir per {'stream' if count(what) != N else 'event'}")
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
-
+        tot = dump_totals([__file__, "--child", what])
+        print(f"{what}: {(tot[3] - tot[2]) / count(what):,.0f} Ir per {'stream' if count(what) != N else 'event'}")
 
 if __name__ == "__main__":
     main()
