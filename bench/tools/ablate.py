@@ -72,20 +72,20 @@ def _install(variant: str, surface: str):  # type: ignore[no-untyped-def]
 
 
 def child(variant: str, surface: str, streams: int, deltas: int) -> None:
-    from bench import canned, worker
+    from bench import canned, worker_cg, worker_clients
 
     setup = _install(variant, surface)
     body = canned.frames(surface, deltas)
-    client = worker.make_client(surface, "sync", setup, lambda _r: body)
+    client = worker_clients.make_client(surface, "sync", setup, lambda _r: body)
     for _ in range(30):
-        worker.run_sync(client, surface)
+        worker_clients.run_sync(client, surface)
     setup.flush()
     gc.collect()
-    cg = worker.Callgrind(True)
+    cg = worker_cg.Callgrind(True)
     cg.instrument_on()
     cg.dump()  # closes dump 1: the control call's own tail
     for _ in range(streams):
-        worker.run_sync(client, surface)
+        worker_clients.run_sync(client, surface)
     setup.flush()
     cg.dump()  # closes dump 2: the measured streams, every thread
 

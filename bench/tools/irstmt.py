@@ -12,16 +12,15 @@ them); each ``STMT`` runs ``--n`` times in a loop, in its own process under ``va
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/tools/ -> the repo
 if ROOT not in sys.path:
     sys.path.append(ROOT)
+
+from bench.tools.callgrind_dumps import dump_totals  # noqa: E402
 
 
 def _event(kind: str) -> bytes:
@@ -57,21 +56,9 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind not installed")
     print(f"d = {_event(a.event)!r} ({len(_event(a.event))} bytes)")
-    env = dict(os.environ, PYTHONHASHSEED="0")
     for stmt in a.stmts:
-        d = tempfile.mkdtemp()
-        try:
-            subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=getppid", f"--callgrind-out-file={d}/cg.%p",
-                            sys.executable, __file__, "--child", str(a.n), a.event, a.setup, stmt], env=env,
-                           capture_output=True, check=True)  # fmt: skip
-
-            def tot(k: int) -> int:
-                with open(glob.glob(f"{d}/cg.*.{k}")[0]) as f:
-                    return next(int(ln.split()[1]) for ln in f if ln.startswith("totals:"))
-
-            print(f"{stmt}: {(tot(3) - tot(2)) / a.n:,.0f} Ir")
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        tot = dump_totals([__file__, "--child", str(a.n), a.event, a.setup, stmt])
+        print(f"{stmt}: {(tot[3] - tot[2]) / a.n:,.0f} Ir")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def _where(filename: str) -> str:
 
 
 def child(config: str, surface: str, mode: str) -> None:
-    from bench import canned, configs, worker
+    from bench import canned, configs, worker_clients
 
     counts: collections.Counter[Key] = collections.Counter()
     on = False
@@ -62,13 +62,13 @@ def child(config: str, surface: str, mode: str) -> None:
     def run(deltas: int, streams: int) -> dict[str, float]:
         nonlocal on
         body = canned.frames(surface, deltas)
-        client = worker.make_client(surface, mode, setup, lambda _r: body)
+        client = worker_clients.make_client(surface, mode, setup, lambda _r: body)
 
         def one() -> None:
             if mode == "sync":
-                worker.run_sync(client, surface)
+                worker_clients.run_sync(client, surface)
             else:
-                asyncio.run(worker.run_async(client, surface))
+                asyncio.run(worker_clients.run_async(client, surface))
 
         for _ in range(12):  # past CPython's quickening and every first call
             one()
