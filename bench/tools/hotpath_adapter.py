@@ -42,7 +42,7 @@ class _NullListener:
 # configuration: what the part observes is lost)
 VARIANTS = {
     "as-is": "",
-    "no-pulling": "the pulling thread / task not recorded per pull (observing.py: call.pulling)",
+    "no-pulling": "async: the task running a pull not looked up per pull (observing.py: task_identity)",
     "no-comments": "the body's comment lines not counted (ending.py: _comments)",
     "no-body-layer": "no generator around the body's chunks (ending.py: _read_sync / _read_async)",
 }
@@ -50,44 +50,18 @@ VARIANTS = {
 
 def _take_out(variant: str) -> None:
     from otelstream.adapters import ending, observing
-    from otelstream.adapters.calls import Call
 
     if variant == "no-comments":
         ending._BodyBase._otelstream_plain = False  # type: ignore[assignment]
     elif variant == "no-body-layer":
         ending._SyncBody.__iter__ = lambda self: iter(self._otelstream_body)  # type: ignore[method-assign]
         ending._AsyncBody.__aiter__ = lambda self: self._otelstream_body.__aiter__()  # type: ignore[method-assign]
-    elif variant == "no-pulling":
-        _guard = observing._guard
+    elif variant == "no-pulling":  # the stores stay: what is left is the lookup of the task
+        observing.task_identity = lambda: _no_task  # type: ignore[assignment]
 
-        def observe_sync(gen, call: Call, classify):  # observing.observe_sync without call.pulling
-            tracker = call.tracker
-            clock = tracker.clock
-            with observing._StreamEnd(call, classify):
-                tracker.first_pull(clock())
-                for item in gen:
-                    try:
-                        tracker.event(item, call.frame)
-                    except Exception as exc:
-                        _guard.report("adapters.event", exc)
-                    yield item
-                    tracker.t_pull = clock()
 
-        async def observe_async(agen, call: Call, classify):
-            tracker = call.tracker
-            clock = tracker.clock
-            with observing._StreamEnd(call, classify):
-                tracker.first_pull(clock())
-                async for item in agen:
-                    try:
-                        tracker.event(item, call.frame)
-                    except Exception as exc:
-                        _guard.report("adapters.event", exc)
-                    yield item
-                    tracker.t_pull = clock()
-
-        observing.observe_sync = observe_sync  # type: ignore[assignment]
-        observing.observe_async = observe_async  # type: ignore[assignment]
+def _no_task() -> None:
+    return None
 
 
 def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:
