@@ -14,7 +14,6 @@ the caller or the server that is not valid UTF-8 would otherwise make the OTLP e
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -24,7 +23,7 @@ from opentelemetry.util.types import AttributeValue
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
-from otelstream.export.handle import ConnectionHandle, StreamHandle
+from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 
 Attrs = dict[str, AttributeValue]
 
@@ -81,7 +80,7 @@ class SpanSink:
 
     # --- caller's thread ------------------------------------------------------------------------------------
     def start(
-        self, start: StreamStart, tracker: Any, labels: tuple[str, ...], parent: object | None
+        self, start: StreamStart, tracker: Tracked, labels: tuple[str, ...], parent: object | None
     ) -> StreamHandle:
         try:
             mono_now: int = tracker.clock()

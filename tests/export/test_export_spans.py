@@ -12,7 +12,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otelstream import names
 from otelstream.core.report import Anomaly, SequenceStats, Stall
-from tests.export.harness import T0, Clock, FakeTracker, make_report, make_start, run_stream
+from tests.export.harness import T0, Clock, Ended, FakeTracker, make_report, make_start, run_stream
 
 # Every attribute key a stream span may carry: anything else (prompt, output, headers) is a leak.
 ALLOWED_KEYS = {v for k, v in vars(names).items() if k.startswith("ATTR_")}
@@ -146,9 +146,9 @@ def test_span_name_without_model_and_completions_operation(
 def test_stream_finished_twice_ends_once(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
     p = make_pipeline()
     handle, _, report = run_stream(p, clock)
-    p.stream_finished(report, handle)
-    p.stream_finished(report, handle)
-    p.stream_finished(report, object())  # a foreign handle is ignored
+    p.stream_finished(Ended(report), handle)
+    p.stream_finished(Ended(report), handle)
+    p.stream_finished(Ended(report), object())  # a foreign handle is ignored
     assert p.flush(5.0)
     assert len(spans(span_exporter)) == 1
     assert not p.dispatcher.pending
@@ -212,7 +212,7 @@ def test_span_is_current_during_send_and_http_span_nests(
     assert not trace.get_current_span().is_recording()
     clock.advance(0.5)
     tracker.ended = True
-    p.stream_finished(make_report(start, t_end_ns=clock()), handle)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock())), handle)
     assert p.flush(5.0)
     (http_span,) = spans(span_exporter, "POST")
     (stream_span,) = spans(span_exporter, "chat gpt-test")
@@ -277,7 +277,7 @@ def test_websocket_connection_span(make_pipeline: Any, clock: Clock, span_export
         h = p.stream_started(start, tracker, conn)
         clock.advance(0.3)
         tracker.ended = True
-        p.stream_finished(make_report(start, t_end_ns=clock()), h)
+        p.stream_finished(Ended(make_report(start, t_end_ns=clock())), h)
     p.connection_closed(conn, None)
     p.connection_closed(conn, None)  # idempotent
     assert p.flush(5.0)
@@ -306,7 +306,7 @@ def test_start_time_from_monotonic_anchor(
     h = p.stream_started(start, tracker)
     clock.advance(1.0)
     tracker.ended = True
-    p.stream_finished(make_report(start, t_end_ns=clock()), h)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock())), h)
     assert p.flush(5.0)
     (span,) = spans(span_exporter)
     assert span.start_time is not None and span.end_time is not None
