@@ -36,7 +36,7 @@ from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 from otelstream.export.labels import JointTables, LabelTables, finished
 from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
-from otelstream.export.points import Schema
+from otelstream.export.points import Measures, Schema
 from otelstream.export.reports import ReportCallback
 from otelstream.export.spans import SpanSink, peer_records_metrics
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
@@ -312,12 +312,15 @@ class Pipeline:
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
             # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
             semconv = None if peer_records_metrics(handle.peer_scope) else self.semconv
-            if self.prometheus is not None:
+            measures = None
+            with _guard.guard("export.measures"):
+                measures = Measures(report, handle.labels[-1], semconv)  # once, for every metric sink
+            if measures is not None and self.prometheus is not None:
                 with _guard.guard("export.prometheus"):
-                    self.prometheus.record(report, handle, common, semconv)
-            if self.otel is not None:
+                    self.prometheus.record(measures, handle, common)
+            if measures is not None and self.otel is not None:
                 with _guard.guard("export.otel_metrics"):
-                    self.otel.record(report, handle, common, semconv)
+                    self.otel.record(measures, handle, common)
         if self.reports is not None:
             self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():
