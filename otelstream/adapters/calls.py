@@ -187,14 +187,15 @@ def finish(call: Call, how: str, error_type: str | None = None, exc: BaseExcepti
     if call.generation != _process.generation:
         return
     with _guard.guard("adapters.finish"):
-        report = call.tracker.end(how, error_type, exc=exc)
-        if report is None:
+        tracker = call.tracker
+        if not tracker.conclude(how, error_type, exc=exc):
             return
         watcher = call.watcher
         if watcher is not None:
             call.watcher = None
             _WATCHED.pop(watcher, None)
-        call.listener.stream_finished(report, call.tracker.handle)
+        # the report is assembled by the listener's side (the export thread), or by report_of if asked first
+        call.listener.stream_finished(tracker, tracker.handle)
 
 
 class _Watch(weakref.ref):  # type: ignore[type-arg]
@@ -261,5 +262,5 @@ def report_of(obj: object) -> StreamReport | None:
             return None
     if call is None:
         return None
-    report: StreamReport | None = call.tracker.report
-    return report
+    # ended but not yet assembled by the export thread: assembled now, here, once (None while the stream is open)
+    return call.tracker.final_report()

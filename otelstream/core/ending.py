@@ -17,13 +17,13 @@ def final_anomalies(s: StreamState, outcome: str) -> None:
     answered = outcome in (names.COMPLETED, names.INCOMPLETE)
     if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
         if (s.done_ended or s.all_choices_finished()) and not s.usage_seen:
-            s.anomaly(names.ANOM_USAGE_MISSING)
+            s.add_anomaly(names.ANOM_USAGE_MISSING)
         if s.done_ended and answered:
             _missing_finish_reasons(s)
         if answered and s.done_observable and not s.done_seen:
-            s.anomaly(names.ANOM_MISSING_DONE)
+            s.add_anomaly(names.ANOM_MISSING_DONE)
     if answered and s.deltas == 0:
-        s.anomaly(names.ANOM_NO_DELTA)
+        s.add_anomaly(names.ANOM_NO_DELTA)
 
 
 def _missing_finish_reasons(s: StreamState) -> None:
@@ -34,10 +34,10 @@ def _missing_finish_reasons(s: StreamState) -> None:
     if s.last_choice is not None:
         seen.add(s.last_choice)  # type: ignore[arg-type]
     for index in sorted(seen.difference(finished)):
-        s.anomaly(names.ANOM_MISSING_FINISH_REASON, f"choice {index}")
+        s.add_anomaly(names.ANOM_MISSING_FINISH_REASON, f"choice {index}")
     expected = min(s.expected_choices or 0, MAX_CHOICES)
     for _ in range(expected - len(seen.union(finished))):
-        s.anomaly(names.ANOM_MISSING_FINISH_REASON, "a requested choice never seen")
+        s.add_anomaly(names.ANOM_MISSING_FINISH_REASON, "a requested choice never seen")
 
 
 def build_report(

@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from otelstream.core.tracker import StreamTracker
 
 
+class Ended(Protocol):
+    """A stream that has ended (a ``StreamTracker`` once ``conclude`` returned True): its report, assembled on the
+    first call, by whichever thread asks first."""
+
+    def final_report(self) -> StreamReport | None: ...
+
+
 class StreamListener(Protocol):
     def stream_started(self, start: StreamStart, tracker: StreamTracker, parent: object | None = None) -> object:
         """At the send, on the caller's thread: start the span (the one export step on that thread), register
@@ -26,8 +33,9 @@ class StreamListener(Protocol):
 
     def deactivate(self, token: object) -> None: ...
 
-    def stream_finished(self, report: StreamReport, handle: object) -> None:
-        """Once per stream, on whatever thread ended it (caller, finalizer, watchdog): enqueue only, never block."""
+    def stream_finished(self, ended: Ended, handle: object) -> None:
+        """Once per stream, on whatever thread ended it (caller, finalizer, watchdog): enqueue only, never block.
+        The report is not assembled yet: ``ended.final_report()`` does it, off the caller's thread where it can."""
         ...
 
     def connection_opened(self, server_address: str | None, server_port: int | None) -> object:

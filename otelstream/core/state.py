@@ -52,6 +52,7 @@ class StreamState:
         "_anomaly_counts",
         "_choices_finished",
         "_chunk_counts",
+        "_ending",
         "_fast",
         "_fast_code",
         "_fast_deltas",
@@ -210,7 +211,10 @@ class StreamState:
         self.response_model: str | None = None
         self.service_tier: str | None = None
         self.system_fingerprint: str | None = None
-        self.report: StreamReport | None = None  # the one report, once ended (otelstream.report_of reads it)
+        self.report: StreamReport | None = None  # the one report, once assembled (StreamTracker.final_report)
+        # how the stream ended (outcome, abandoned reason, end time, error class), set by the end: the report is
+        # assembled from it and the state later, on the export thread or for otelstream.report_of
+        self._ending: tuple[str, str | None, int, str | None] | None = None
         self.request_id = request_id
         self.ratelimits: tuple[RateLimit, ...] = ()  # set by the adapter from the answer's headers at the send
         self.retries = retries
@@ -313,6 +317,12 @@ class StreamState:
             self.anomaly(names.ANOM_SEQUENCE_MISSING, "event without sequence_number")
 
     def anomaly(self, kind: str, detail: str = "") -> None:
+        if self._ending is not None:
+            return  # after the end: the report (maybe assembled later, elsewhere) has what the end saw
+        self.add_anomaly(kind, detail)
+
+    def add_anomaly(self, kind: str, detail: str = "") -> None:
+        """Record an anomaly, also after the end (``core.ending``: those only the end can judge)."""
         counts = self._anomaly_counts
         if counts is None:
             counts = self._anomaly_counts = {}

@@ -71,6 +71,9 @@ _FAST_BY_SURFACE = {
 # end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
 # lock makes "first call wins" exact. It is taken once per stream, never per event.
 _END_LOCK = threading.Lock()
+# The report is assembled once, by whichever thread asks first (StreamTracker.final_report): a lock of its own, held
+# for one assembly (pure, bounded), taken by the export thread and by otelstream.report_of before the report exists.
+_REPORT_LOCK = threading.Lock()
 
 
 def _raw_text(fast: int, ev: Any, last_choice: object) -> object:
@@ -377,14 +380,25 @@ class StreamTracker(StreamState):
     def end(
         self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
     ) -> StreamReport | None:
-        """Finish the stream; returns its report the first time, None afterwards.
+        """Finish the stream and assemble its report: ``conclude``, then ``final_report``. Returns the report the
+        first time, None afterwards."""
+        if not self.conclude(how, error_type, now, exc):
+            return None
+        return self.final_report()
+
+    def conclude(
+        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
+    ) -> bool:
+        """Finish the stream: True the first time (first call wins), False afterwards. It records only what cannot
+        wait (the times the adapters keep stamping, how the stream ended); the report is assembled later by
+        ``final_report``, on the export thread or wherever it is asked for first, off the caller's path.
 
         ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
         reached the caller as an SDK exception), transport_error, http_error. ``exc``: the exception that ended it,
         if one did: its HTTP status and its type (a timeout or a reset) decide the error class."""
         with _END_LOCK:
             if self.ended:
-                return None
+                return False
             self.ended = True
             self._fast = 0
         if now is None:
@@ -413,9 +427,23 @@ class StreamTracker(StreamState):
             outcome = names.COMPLETED
         else:
             outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
-        final_anomalies(self, outcome)
         t_end = self.t_terminal if self.terminal and self.t_terminal else now
+        # the exception is read now, not kept: it holds the frames (and the SDK's stream) alive
         klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc, self.error_fields)
-        report = self.report = build_report(self, outcome, abandoned_reason, t_end, klass)
-        return report
+        self._ending = (outcome, abandoned_reason, t_end, klass)  # last: what final_report waits for
+        return True
 
+    def final_report(self) -> StreamReport | None:
+        """The stream's one report once it has ended (None before): assembled on the first call, exactly once,
+        whichever thread asks first (the export thread, or the caller through ``otelstream.report_of``)."""
+        report = self.report
+        if report is not None or self._ending is None:
+            return report
+        with _REPORT_LOCK:  # the assembly's lock, never the end's: the caller's end never waits for an assembly
+            report = self.report
+            ending = self._ending
+            if report is None and ending is not None:  # (set once, never unset)
+                outcome, abandoned_reason, t_end, klass = ending
+                final_anomalies(self, outcome)
+                report = self.report = build_report(self, outcome, abandoned_reason, t_end, klass)
+        return report

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Final
 
-from otelstream.core.listener import StreamListener
+from otelstream.core.listener import Ended, StreamListener
 from otelstream.core.report import StreamReport, StreamStart
 
 # the cell whose stream is being opened in this context (None: not the doctor's)
@@ -64,12 +64,14 @@ class DoctorListener:
         if token is not _NO_TOKEN and self.app is not None:
             self.app.deactivate(token)
 
-    def stream_finished(self, report: StreamReport, handle: object) -> None:
+    def stream_finished(self, ended: Ended, handle: object) -> None:
         if isinstance(handle, _Handle):
-            with self._lock:
-                self.reports.setdefault(handle.cell, []).append(report)
+            report = ended.final_report()  # the doctor reads it at once: assembled here (its thread, not a caller's)
+            if report is not None:
+                with self._lock:
+                    self.reports.setdefault(handle.cell, []).append(report)
         elif handle is not _IGNORED and self.app is not None:
-            self.app.stream_finished(report, handle)
+            self.app.stream_finished(ended, handle)
 
     def connection_opened(self, server_address: str | None, server_port: int | None) -> object:
         if CELL.get() is not None or self.app is None:

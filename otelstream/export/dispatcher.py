@@ -33,7 +33,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from otelstream import _guard
 
@@ -58,16 +58,21 @@ def _left(deadline: float) -> float:
     return max(0.0, deadline - time.monotonic())
 
 
-class Dispatcher:
+_T = TypeVar("_T")
+
+
+class Dispatcher(Generic[_T]):
+    """Queues items of type ``_T`` for ``handler``, which runs on the dispatcher's thread."""
+
     def __init__(
         self,
-        handler: Callable[[Any], None],
+        handler: Callable[[_T], None],
         maxsize: int = 10_000,
         *,
         name: str = "otelstream-export",
         atexit_timeout: float = 5.0,
         on_flush: Callable[[float], bool] | None = None,
-        downstream: Dispatcher | None = None,
+        downstream: Dispatcher[Any] | None = None,
     ) -> None:
         """``on_flush(deadline)`` runs on the worker when a flush marker is reached (e.g. a tracer provider's
         ``force_flush``, which may itself block: it must not run on the thread that called ``flush``)."""
@@ -87,7 +92,7 @@ class Dispatcher:
         _LIVE.add(self)  # for the fork and exit hooks, registered once per process (they cannot be unregistered)
 
     # --- caller side -----------------------------------------------------------------------------------------
-    def submit(self, item: Any) -> bool:
+    def submit(self, item: _T) -> bool:
         """Queue ``item`` for the sinks; False when it was dropped (queue full or dispatcher shut down)."""
         if self._closed:
             return False
@@ -259,6 +264,6 @@ def _each(method: str) -> None:
 
 # Held weakly: the interpreter keeps the hooks forever, a dispatcher that is gone must not be (nor one hook per
 # dispatcher ever made: instrument()/uninstrument() cycles).
-_LIVE: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Dispatcher[Any]] = weakref.WeakSet()
 os.register_at_fork(after_in_child=lambda: _each("_after_fork"))
 _at_exit_before_providers(lambda: _each("_at_exit"))

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from opentelemetry.trace import Span
 
 from otelstream import _process
-from otelstream.core.report import StreamStart
+from otelstream.core.report import StreamReport, StreamStart
+
+
+class Tracked(Protocol):
+    """What the export side reads from a stream's tracker (``core.tracker.StreamTracker``): the watchdog's times and
+    the idle fallback's end."""
+
+    ended: bool
+    t_pull: int
+    t_last_ns: int
+    t_request: int
+    clock: Callable[[], int]
+
+    def last_activity_ns(self) -> int: ...
+
+    def conclude(self, how: str) -> bool: ...
+
+    def final_report(self) -> StreamReport | None: ...
 
 
 class StreamHandle:
@@ -41,7 +58,7 @@ class StreamHandle:
         self,
         span: Span,
         start: StreamStart,
-        tracker: Any,
+        tracker: Tracked,
         labels: tuple[str, ...],
         wall_anchor_ns: int,
         mono_anchor_ns: int,
@@ -52,7 +69,7 @@ class StreamHandle:
         self.span = span
         self.start = start
         try:
-            self.tracker_ref: Callable[[], Any] | None = weakref.ref(tracker)
+            self.tracker_ref: Callable[[], Tracked | None] | None = weakref.ref(tracker)
         except TypeError:
             # A slotted tracker without __weakref__: hold it strongly. It references no SDK object, so the
             # stream's own finalizer still runs and retires it; the idle fallback covers reference cycles.
@@ -85,10 +102,10 @@ class StreamHandle:
 class _Strong:
     __slots__ = ("obj",)
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: Tracked) -> None:
         self.obj = obj
 
-    def __call__(self) -> Any:
+    def __call__(self) -> Tracked:
         return self.obj
 
 

@@ -19,11 +19,10 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from otelstream import __version__, _guard, names
-from otelstream.core.report import StreamReport
 from otelstream.export._sdk_internals import otel_aggregations
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Schema, chunk_families, chunk_merge, last_values, points
+from otelstream.export.points import DEFAULT_SCHEMA, SPECS, Measures, Schema
 from otelstream.export.watchdog import LiveStreams
 
 _PORT = names.LABEL_SERVER_PORT
@@ -120,27 +119,31 @@ class OtelMetricsSink:
         # The label sets are bounded (capped models, closed enums): each one's attribute dict is built once and then
         # shared by every record (the SDK only reads it). Only the export thread uses this.
         self._attrs: dict[tuple[str, tuple[str, ...]], dict[str, str | int]] = {}
+        # per common label set, (family, own label values) -> the series' key: built once, not per report
+        self._keys: dict[tuple[str, ...], dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...]]]] = {}
 
     def close(self) -> None:
         self.instruments.sources.discard(self._live)
 
-    def record(
-        self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...],
-        semconv: str | None = names.SEMCONV_DEFAULT,
-    ) -> None:  # fmt: skip
-        """``semconv``: the gen_ai.client.* instruments this stream records into (None: none, a GenAI peer's)."""
+    def record(self, measures: Measures, handle: StreamHandle, common: tuple[str, ...]) -> None:
+        """One report's ``measures`` under the stream's ``common`` label values."""
         # Recording under the stream span's context lets the SDK's trace-based exemplar filter link the span.
         ctx = trace.set_span_in_context(handle.span)
-        for family, label_values, value in points(report, common, handle.labels[-1], semconv):
-            self._record(family, (family, label_values), int(value) if family in _COUNTERS else value, ctx)
-        for family, label_values, value in last_values(report, common):
-            self._i[family].set(value, self._attributes((family, label_values)), context=ctx)
-        merge = list(chunk_merge(report))
-        for family in chunk_families(semconv) if merge else ():
+        keys = self._keys.get(common)
+        if keys is None:
+            keys = self._keys[common] = {}
+        for family, own, value in measures.points:
+            key = keys.get((family, own))
+            if key is None:
+                key = keys[(family, own)] = (family, (*common, *own))
+            self._record(family, key, int(value) if family in _COUNTERS else value, ctx)
+        for family, own, value in measures.last:
+            self._i[family].set(value, self._attributes((family, (*common, *own))), context=ctx)
+        for family in measures.chunk_families:
             key = (family, common)
             # Each bucket's mean, count times (exact placement, count and sum): one record (it carries the exemplar
             # context), then the rest weighted when the SDK allows it (otel_aggregations), else one record each.
-            for _, count, _, mean in merge:
+            for _, count, _, mean in measures.merge:
                 self._record(family, key, mean, ctx)
                 if count > 1 and not self._add(family, key, mean, count - 1):
                     for _ in range(count - 1):

@@ -1,13 +1,14 @@
 """The export pipeline: the ``StreamListener`` the adapters call, wired to the dispatcher, sinks and watchdog.
 
 Caller's-thread cost per stream: ``stream_started`` (model label lookup, span start, two clock reads, one dict
-insert) and ``stream_finished`` (one dict pop, one ``put_nowait``). Both are guarded: an internal error is
-recorded and the caller's stream goes on.
+insert) and ``stream_finished`` (one dict pop, one ``put_nowait``; the report is not assembled yet). Both are
+guarded: an internal error is recorded and the caller's stream goes on.
 
-Two export threads, so that metrics never wait on spans: the first records every report into the metric sinks,
-then hands the span's end to the second (one more ``put_nowait``), which runs the span processors and so possibly a
-collector that never answers. A hung span export fills only the span queue: those spans are dropped and counted in
-``otelstream_reports_dropped_total``, while every stream is still counted and the error-ratio alerts keep working.
+Two export threads, so that metrics never wait on spans: the first assembles each ended stream's report (unless
+``report_of`` did already) and records it into the metric sinks, then hands the span's end to the second (one more
+``put_nowait``), which runs the span processors and so possibly a collector that never answers. A hung span export
+fills only the span queue: those spans are dropped and counted in ``otelstream_reports_dropped_total``, while every
+stream is still counted and the error-ratio alerts keep working.
 """
 
 from __future__ import annotations
@@ -25,25 +26,66 @@ from prometheus_client import CollectorRegistry
 
 from otelstream import _guard, names
 from otelstream.config import Settings
+from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
 from otelstream.export import prometheus as prom
 from otelstream.export import self_check
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
-from otelstream.export.handle import ConnectionHandle, StreamHandle
+from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 from otelstream.export.labels import JointTables, LabelTables, finished
 from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
-from otelstream.export.points import Schema
+from otelstream.export.points import Measures, Schema
 from otelstream.export.reports import ReportCallback
 from otelstream.export.spans import SpanSink, peer_records_metrics
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
 
 logger = logging.getLogger("otelstream")
 
-_REPORT = 0
-_ORPHAN = 1
-_CONN_CLOSED = 2
+
+
+class _Ended:
+    """Metrics thread: a stream that ended; its report is assembled there (unless ``report_of`` asked first)."""
+
+    __slots__ = ("ended", "handle")
+
+    def __init__(self, ended: Ended, handle: StreamHandle) -> None:
+        self.ended = ended
+        self.handle = handle
+
+
+class _SpanEnd:
+    """Span thread: end a stream's span from its report."""
+
+    __slots__ = ("handle", "report")
+
+    def __init__(self, report: StreamReport, handle: StreamHandle) -> None:
+        self.report = report
+        self.handle = handle
+
+
+class _Orphan:
+    """Span thread: end the span of a stream whose report never came (its tracker vanished) as abandoned."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: StreamHandle) -> None:
+        self.handle = handle
+
+
+class _ConnClosed:
+    """Span thread: end a WebSocket connection's span."""
+
+    __slots__ = ("end_ns", "error_type", "handle")
+
+    def __init__(self, handle: ConnectionHandle, error_type: str | None, end_ns: int) -> None:
+        self.handle = handle
+        self.error_type = error_type
+        self.end_ns = end_ns
+
+
+_SpanItem = _SpanEnd | _Orphan | _ConnClosed
 # What a failed stream_started/activate returns: adapters pass it back, every method ignores it.
 _NO_HANDLE: object = None
 _DROP_WARNING_EVERY_S = 60.0  # one warning per minute at most: a full queue must not also flood the logs
@@ -116,10 +158,12 @@ class Pipeline:
 
         # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
         # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)
-        self.span_dispatcher = Dispatcher(
+        self.span_dispatcher: Dispatcher[_SpanItem] = Dispatcher(
             self._handle_span, settings.queue_size, name="otelstream-spans", on_flush=self._flush_provider
         )
-        self.dispatcher = Dispatcher(self._handle, settings.queue_size, downstream=self.span_dispatcher)
+        self.dispatcher: Dispatcher[_Ended] = Dispatcher(
+            self._handle, settings.queue_size, downstream=self.span_dispatcher
+        )
         multiprocess_gauges = self.prometheus is not None and self.prometheus.families.multiprocess
         self.watchdog = Watchdog(
             self.live,
@@ -137,7 +181,7 @@ class Pipeline:
 
     # --- StreamListener: caller's thread -------------------------------------------------------------------
     @_guard.guarded("export.stream_started", _NO_HANDLE)
-    def stream_started(self, start: StreamStart, tracker: Any, parent: object | None = None) -> object:
+    def stream_started(self, start: StreamStart, tracker: Tracked, parent: object | None = None) -> object:
         labels = self.labels.at_start(start, self.schema.attribute_keys)
         handle = self.spans.start(start, tracker, labels, parent)
         if not self._shut:
@@ -157,7 +201,7 @@ class Pipeline:
             otel_context.detach(token)  # type: ignore[arg-type]
 
     @_guard.guarded("export.stream_finished", None)
-    def stream_finished(self, report: StreamReport, handle: object) -> None:
+    def stream_finished(self, ended: Ended, handle: object) -> None:
         if not isinstance(handle, StreamHandle) or handle.finished or handle.inherited:
             # exactly one report per stream: a second call (or a foreign handle) is ignored; so is, in a forked
             # child, a stream of the parent's (the parent reports it)
@@ -165,7 +209,7 @@ class Pipeline:
         handle.finished = True
         # queue first, then leave the live set: a retired pipeline shuts down once the live set is empty, and its
         # shutdown drains the queue, so the report must already be in it
-        queued = self.dispatcher.submit((_REPORT, report, handle))
+        queued = self.dispatcher.submit(_Ended(ended, handle))
         self.live.discard(handle)
         if not queued:
             self._count_drop(handle)
@@ -187,7 +231,7 @@ class Pipeline:
             return  # a forked child's copy of the parent's connection is the parent's to close
         handle.closed = True
         # Ending a span runs its processors (maybe a blocking exporter): that belongs on the span thread.
-        self.span_dispatcher.submit((_CONN_CLOSED, handle, error_type, time.time_ns()))
+        self.span_dispatcher.submit(_ConnClosed(handle, error_type, time.time_ns()))
 
     # --- control ---------------------------------------------------------------------------------------------
     def flush(self, timeout: float = 5.0) -> bool:
@@ -251,9 +295,16 @@ class Pipeline:
         return prom.start_metrics_server(port, addr, registry=self.registry, **tls_kwargs)
 
     # --- export thread ---------------------------------------------------------------------------------------
-    def _handle(self, item: tuple[Any, ...]) -> None:
-        """Metrics thread: the metric sinks first, then the span end to the span thread (never waited for)."""
-        _, report, handle = item  # only reports come here
+    def _handle(self, item: _Ended) -> None:
+        """Metrics thread: the report (assembled here unless report_of did), the metric sinks, then the span end to
+        the span thread (never waited for)."""
+        handle = item.handle
+        report: StreamReport | None = None
+        with _guard.guard("export.report"):
+            report = item.ended.final_report()
+        if report is None:  # its assembly failed (recorded): the span still ends, as a stream without a report's
+            self.span_dispatcher.submit(_Orphan(handle))
+            return
         # Each sink guarded on its own: a failing span exporter must not cost the metrics, nor the reverse.
         if self.prometheus is not None or self.otel is not None:
             common = handle.labels[:-1]
@@ -261,31 +312,31 @@ class Pipeline:
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
             # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
             semconv = None if peer_records_metrics(handle.peer_scope) else self.semconv
-            if self.prometheus is not None:
+            measures = None
+            with _guard.guard("export.measures"):
+                measures = Measures(report, handle.labels[-1], semconv)  # once, for every metric sink
+            if measures is not None and self.prometheus is not None:
                 with _guard.guard("export.prometheus"):
-                    self.prometheus.record(report, handle, common, semconv)
-            if self.otel is not None:
+                    self.prometheus.record(measures, handle, common)
+            if measures is not None and self.otel is not None:
                 with _guard.guard("export.otel_metrics"):
-                    self.otel.record(report, handle, common, semconv)
+                    self.otel.record(measures, handle, common)
         if self.reports is not None:
             self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():
             return  # nothing to end (no tracer, not sampled): no second hop
-        if not self.span_dispatcher.submit(item):
+        if not self.span_dispatcher.submit(_SpanEnd(report, handle)):
             self._count_drop(handle, "span export queue full: dropping spans (metrics are still recorded)")
 
-    def _handle_span(self, item: tuple[Any, ...]) -> None:
+    def _handle_span(self, item: _SpanItem) -> None:
         """Span thread: ending a span runs its processors, which may block for as long as the exporter does."""
-        kind = item[0]
-        if kind == _REPORT:
-            _, report, handle = item
+        if type(item) is _SpanEnd:
             with _guard.guard("export.spans"):
-                self.spans.finish(report, handle)
-        elif kind == _ORPHAN:
-            self.spans.finish_orphan(item[1])
-        elif kind == _CONN_CLOSED:
-            _, handle, error_type, end_ns = item
-            self.spans.connection_closed(handle, error_type, end_ns)
+                self.spans.finish(item.report, item.handle)
+        elif type(item) is _Orphan:
+            self.spans.finish_orphan(item.handle)
+        elif type(item) is _ConnClosed:
+            self.spans.connection_closed(item.handle, item.error_type, item.end_ns)
 
     def _flush_provider(self, deadline: float) -> bool:
         provider = self.spans.provider if self.spans.provider is not None else trace.get_tracer_provider()
@@ -310,15 +361,15 @@ class Pipeline:
     def _on_stall(self, handle: StreamHandle, t_pull_ns: int, now_ns: int) -> None:
         self.spans.stall_began(handle, t_pull_ns, now_ns, self.live.stall_threshold_ns)
 
-    def _on_idle(self, tracker: Any, handle: StreamHandle) -> None:
-        report = tracker.end(names.ABANDON_IDLE)
-        if report is not None:  # None: the stream ended on its own meanwhile; its report is on its way
-            self.stream_finished(report, handle)
+    def _on_idle(self, tracker: Tracked, handle: StreamHandle) -> None:
+        # False: the stream ended on its own meanwhile; its report is on its way
+        if tracker.conclude(names.ABANDON_IDLE):
+            self.stream_finished(tracker, handle)  # assembled on the metrics thread, as any other
 
     def _on_orphan(self, handle: StreamHandle) -> None:
         if not handle.finished:
             handle.finished = True
-            self.span_dispatcher.submit((_ORPHAN, handle))
+            self.span_dispatcher.submit(_Orphan(handle))
 
     def _on_tick(self, active: Counts, stalled: Counts) -> None:
         if self.prometheus is not None:

@@ -196,11 +196,13 @@ _PROTOCOL_KINDS = frozenset(names.PROTOCOL_ANOMALY_KINDS)
 
 
 def points(
-    report: StreamReport, common: tuple[str, ...], surface: str, semconv: str | None = names.SEMCONV_DEFAULT
+    report: StreamReport, surface: str, semconv: str | None = names.SEMCONV_DEFAULT
 ) -> Iterator[tuple[str, tuple[str, ...], float]]:
-    """(family, label values, value) for every histogram observation and counter increment of one report;
-    ``common``: the stream's common label values (``labels.finished``); ``semconv``: which conventions' gen_ai.client.*
-    families to record into (``names.SEMCONV_*``), None for none (another instrumentation records them for this call).
+    """(family, own label values, value) for every histogram observation and counter increment of one report: the
+    label values after the stream's common ones (``labels.finished``), which every point of a report shares, so a
+    sink looks its series up per common label set once, then by these; ``semconv``: which conventions'
+    gen_ai.client.* families to record into (``names.SEMCONV_*``), None for none (another instrumentation records
+    them for this call).
 
     The time-per-output-chunk histograms are not here: they are merged from the report's local buckets
     (``chunk_merge``), without one call per chunk.
@@ -211,19 +213,19 @@ def points(
     klass = (report.error_class or names.EC_OTHER) if report.is_bad else ""
     if names.MEASURE_DURATION not in report.unobserved:  # else t_request was not stamped at the send
         if old:
-            yield (names.PROM_OPERATION_DURATION, (*common, klass), report.duration_s)
+            yield (names.PROM_OPERATION_DURATION, (klass,), report.duration_s)
         if new:
-            yield (names.PROM_INFERENCE_DURATION, (*common, klass), report.duration_s)
+            yield (names.PROM_INFERENCE_DURATION, (klass,), report.duration_s)
     usage = report.usage
     if old:
         if usage.input_tokens is not None:
-            yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_INPUT), float(usage.input_tokens))
+            yield (names.PROM_TOKEN_USAGE, _INPUT, float(usage.input_tokens))
         if usage.output_tokens is not None:
-            yield (names.PROM_TOKEN_USAGE, (*common, names.TOKEN_TYPE_OUTPUT), float(usage.output_tokens))
+            yield (names.PROM_TOKEN_USAGE, _OUTPUT, float(usage.output_tokens))
     if new:
         # The conventions count every call's tokens, failed ones included (what a failed call consumed is still
         # spent), and record 0 where the server reported none.
-        modal = (*common, names.TOKEN_MODALITY_UNKNOWN)
+        modal = _MODALITY_UNKNOWN
         yield (names.PROM_USAGE_INPUT_TOKENS, modal, float(usage.input_tokens or 0))
         yield (names.PROM_USAGE_OUTPUT_TOKENS, modal, float(usage.output_tokens or 0))
         yield (names.PROM_USAGE_CACHE_READ_TOKENS, modal, float(usage.cache_read_input_tokens or 0))
@@ -232,43 +234,63 @@ def points(
         # Per-call distributions: a failed call's partial count would skew the percentiles, an unknown one is none.
         if not report.is_bad:
             if usage.input_tokens is not None:
-                yield (names.PROM_OPERATION_INPUT_TOKENS, common, float(usage.input_tokens))
+                yield (names.PROM_OPERATION_INPUT_TOKENS, (), float(usage.input_tokens))
             if usage.output_tokens is not None:
-                yield (names.PROM_OPERATION_OUTPUT_TOKENS, common, float(usage.output_tokens))
+                yield (names.PROM_OPERATION_OUTPUT_TOKENS, (), float(usage.output_tokens))
     ttfd = report.time_to_first_delta_s
     # A resumed stream's first delta comes from a replay, not from the model: it would fake a fast TTFT.
     if ttfd is not None and not report.resumed:
         if old:
-            yield (names.PROM_TIME_TO_FIRST_CHUNK, common, ttfd)
+            yield (names.PROM_TIME_TO_FIRST_CHUNK, (), ttfd)
         if new:
-            yield (names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK, common, ttfd)
+            yield (names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK, (), ttfd)
     # the failure phase, like the class: bad outcomes only, "" (absent) for good ones
-    yield (names.PROM_STREAMS, (*common, surface, report.outcome, klass, report.failure_phase or ""), 1.0)
+    yield (names.PROM_STREAMS, (surface, report.outcome, klass, report.failure_phase or ""), 1.0)
+    own = (surface,)
     ttfe = report.time_to_first_event_s
     if ttfe is not None:
-        yield (names.PROM_TIME_TO_FIRST_EVENT, (*common, surface), ttfe)
+        yield (names.PROM_TIME_TO_FIRST_EVENT, own, ttfe)
     ttfo = report.time_to_first_output_s
     if ttfo is not None and not report.resumed:  # (a replay's first output, like its first delta, is no latency)
-        yield (names.PROM_TIME_TO_FIRST_OUTPUT, (*common, surface), ttfo)
+        yield (names.PROM_TIME_TO_FIRST_OUTPUT, own, ttfo)
     # Max wait only for streams that produced events: an http_error never waited for one.
     if ttfe is not None or report.events:
-        yield (names.PROM_MAX_WAIT, (*common, surface), report.max_wait_s)
+        yield (names.PROM_MAX_WAIT, own, report.max_wait_s)
     for kind, n in report.sequence.counts_by_kind().items():
         if n > 0:
-            yield (names.PROM_SEQUENCE_ANOMALIES, (*common, surface, kind), float(n))
+            yield (names.PROM_SEQUENCE_ANOMALIES, (surface, kind), float(n))
     for kind, n in report.anomaly_counts:
         # The label is a closed enum: sequence_* kinds have their own family, anything else is not a label value.
         if n > 0 and kind in _PROTOCOL_KINDS:
-            yield (names.PROM_ANOMALIES, (*common, surface, kind), float(n))
+            yield (names.PROM_ANOMALIES, (surface, kind), float(n))
 
 
-def last_values(report: StreamReport, common: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...], float]]:
-    """(family, label values, value) of the last-value gauges one report sets: the rate-limit headroom per kind."""
+_INPUT = (names.TOKEN_TYPE_INPUT,)
+_OUTPUT = (names.TOKEN_TYPE_OUTPUT,)
+_MODALITY_UNKNOWN = (names.TOKEN_MODALITY_UNKNOWN,)
+
+
+def last_values(report: StreamReport) -> Iterator[tuple[str, tuple[str, ...], float]]:
+    """(family, own label values, value) of the last-value gauges one report sets: the rate-limit headroom per
+    kind."""
     for rl in report.ratelimits:
         if rl.remaining is not None:
-            yield (names.PROM_RATELIMIT_REMAINING, (*common, rl.kind), rl.remaining)
+            yield (names.PROM_RATELIMIT_REMAINING, (rl.kind,), rl.remaining)
         if rl.limit is not None:
-            yield (names.PROM_RATELIMIT_LIMIT, (*common, rl.kind), rl.limit)
+            yield (names.PROM_RATELIMIT_LIMIT, (rl.kind,), rl.limit)
+
+
+class Measures:
+    """What one report records, computed once for every metric sink (each applies it under the stream's common label
+    values): its points, its last values, and its local time-per-chunk buckets with the families they merge into."""
+
+    __slots__ = ("chunk_families", "last", "merge", "points")
+
+    def __init__(self, report: StreamReport, surface: str, semconv: str | None) -> None:
+        self.points = list(points(report, surface, semconv))
+        self.last = list(last_values(report)) if report.ratelimits else []
+        self.merge = list(chunk_merge(report))
+        self.chunk_families = chunk_families(semconv) if self.merge else ()
 
 
 def chunk_merge(report: StreamReport) -> Iterator[tuple[int, int, float, float]]:

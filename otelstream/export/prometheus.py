@@ -28,25 +28,17 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, valu
 from prometheus_client.core import GaugeMetricFamily
 
 from otelstream import names
-from otelstream.core.report import StreamReport
 from otelstream.export import multiproc
 from otelstream.export._sdk_internals import prometheus_histogram
 from otelstream.export._sdk_internals.prometheus_histogram import NoCreated
 from otelstream.export.handle import StreamHandle
 from otelstream.export.labels import LabelTables
-from otelstream.export.points import (
-    SPECS,
-    Schema,
-    Spec,
-    chunk_families,
-    chunk_merge,
-    last_values,
-    points,
-    specs_for,
-)
+from otelstream.export.points import SPECS, Measures, Schema, Spec, specs_for
 from otelstream.export.watchdog import Counts, LiveStreams
 
 logger = logging.getLogger("otelstream")
+
+_Child = tuple[Any, "prometheus_histogram.Parts | None"]  # a labelled series and its histogram parts
 
 
 def multiprocess_mode() -> bool:
@@ -220,8 +212,9 @@ class PrometheusSink:
         self._m = families.metrics
         self._exemplars = not families.multiprocess
         # labels() validates and hashes its arguments on every call; the label sets are bounded (capped models,
-        # closed enums), so the children are kept here, looked up by one tuple. Only the export thread uses this.
-        self._children: dict[tuple[str, tuple[str, ...]], Any] = {}
+        # closed enums), so the children are kept here: per common label set (looked up once per report), then by
+        # family and own label values (a short tuple). Only the export thread uses this.
+        self._children: dict[tuple[str, ...], dict[tuple[str, tuple[str, ...]], _Child]] = {}
         if families.live is not None:
             families.live.sources.add(live)
         self._live = live
@@ -230,47 +223,50 @@ class PrometheusSink:
         if self.families.live is not None:
             self.families.live.sources.discard(self._live)
 
-    def record(
-        self, report: StreamReport, handle: StreamHandle, common: tuple[str, ...],
-        semconv: str | None = names.SEMCONV_DEFAULT,
-    ) -> None:  # fmt: skip
-        """``semconv``: the gen_ai.client.* families this stream records into (None: none, a GenAI peer's)."""
+    def record(self, measures: Measures, handle: StreamHandle, common: tuple[str, ...]) -> None:
+        """One report's ``measures`` under the stream's ``common`` label values."""
         exemplar = exemplar_for(handle) if self._exemplars else None
         now = time.time()
         m = self._m
-        for family, label_values, value in points(report, common, handle.labels[-1], semconv):
-            if family not in m:
-                continue  # a family this registry could not create (its name taken): warned when it was tried
-            child, parts = self._child(family, label_values)
+        children = self._children.get(common)
+        if children is None:
+            children = self._children[common] = {}
+        for family, own, value in measures.points:
+            found = children.get((family, own))
+            if found is None:
+                if family not in m:
+                    continue  # a family this registry could not create (its name taken): warned when it was tried
+                found = children[(family, own)] = self._new_child(family, (*common, *own))
+            child, parts = found
             if family in _COUNTERS:
                 child.inc(value)
             else:
                 prometheus_histogram.observe(child, parts, value, exemplar, now)
-        for family, label_values, value in last_values(report, common):
-            self._child(family, label_values)[0].set(value)
-        for family in chunk_families(semconv):
+        for family, own, value in measures.last:
+            found = children.get((family, own))
+            if found is None:
+                found = children[(family, own)] = self._new_child(family, (*common, *own))
+            found[0].set(value)
+        for family in measures.chunk_families:
             if family in m:
-                self._merge_chunks(report, family, common, exemplar, now)
+                self._merge_chunks(measures, family, children, common, exemplar, now)
 
     def _merge_chunks(
-        self, report: StreamReport, family: str, common: tuple[str, ...], exemplar: dict[str, str] | None, now: float
-    ) -> None:
-        merge = list(chunk_merge(report))
-        if not merge:
-            return
-        child, parts = self._child(family, common)
+        self, measures: Measures, family: str, children: dict[tuple[str, tuple[str, ...]], _Child],
+        common: tuple[str, ...], exemplar: dict[str, str] | None, now: float,
+    ) -> None:  # fmt: skip
+        found = children.get((family, ()))
+        if found is None:
+            found = children[(family, ())] = self._new_child(family, common)
+        child, parts = found
         if parts is not None and len(parts[1]) != len(names.TIME_PER_CHUNK_BUCKETS) + 1:
             parts = None  # not the buckets the tracker counted in: one observe() per chunk
         # Each local bucket's count and the exact sum added at once: O(buckets) instead of O(chunks).
-        prometheus_histogram.add_buckets(child, parts, merge, exemplar, now)
+        prometheus_histogram.add_buckets(child, parts, measures.merge, exemplar, now)
 
-    def _child(self, family: str, label_values: tuple[str, ...]) -> tuple[Any, prometheus_histogram.Parts | None]:
-        key = (family, label_values)
-        found = self._children.get(key)
-        if found is None:
-            child = self._m[family].labels(*label_values)
-            found = self._children[key] = (child, prometheus_histogram.parts(child))
-        return found
+    def _new_child(self, family: str, label_values: tuple[str, ...]) -> _Child:
+        child = self._m[family].labels(*label_values)
+        return (child, prometheus_histogram.parts(child))
 
     def count_drop(self, common: tuple[str, ...]) -> None:
         self._m[names.PROM_REPORTS_DROPPED].labels(*common).inc()

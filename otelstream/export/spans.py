@@ -14,17 +14,17 @@ the caller or the server that is not valid UTF-8 would otherwise make the OTLP e
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.sdk.trace import sampling
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
-from otelstream.export.handle import ConnectionHandle, StreamHandle
+from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 
 Attrs = dict[str, AttributeValue]
 
@@ -78,10 +78,14 @@ class SpanSink:
         # A span has one value per attribute, so under /dup it follows the latest conventions (their attributes keep
         # the old names; only the values differ).
         self._latest = semconv != names.SEMCONV_DEFAULT
+        # The tracer's sampler reads no attribute (the SDK's own samplers): the span starts with none, and those a
+        # sampler could have read are set at the end with the rest, off the caller's thread (the SDK cleans each
+        # attribute given to start_span: ≈ 8 000 instructions apiece).
+        self._blind = attribute_blind(getattr(self._tracer, "sampler", None))
 
     # --- caller's thread ------------------------------------------------------------------------------------
     def start(
-        self, start: StreamStart, tracker: Any, labels: tuple[str, ...], parent: object | None
+        self, start: StreamStart, tracker: Tracked, labels: tuple[str, ...], parent: object | None
     ) -> StreamHandle:
         try:
             mono_now: int = tracker.clock()
@@ -100,28 +104,14 @@ class SpanSink:
         internal = peer is not None
 
         # What a sampler may decide on (the semantic conventions' attributes "at span creation") and the
-        # application's own; the rest of the request's attributes are set at the end, off the caller's thread
-        # (request_attributes): each attribute costs the caller the OTel SDK's cleaning of it.
-        attrs: Attrs = {
-            names.ATTR_OPERATION_NAME: start.operation,
-            names.ATTR_PROVIDER_NAME: start.provider,
-        }
-        if start.request_model:
-            attrs[names.ATTR_REQUEST_MODEL] = start.request_model
-        if start.server_address:
-            attrs[names.ATTR_SERVER_ADDRESS] = start.server_address
-        if start.server_port is not None:
-            attrs[names.ATTR_SERVER_PORT] = start.server_port
-        if start.attributes:
-            # validated and cleaned when captured (otelstream.attribution); none uses otelstream's own namespaces
-            attrs.update(start.attributes)
-
+        # application's own, unless the sampler reads none; the rest of the request's attributes are set at the end,
+        # off the caller's thread (request_attributes): each attribute costs the caller the OTel SDK's cleaning of it.
+        attrs = None if self._blind else creation_attributes(start)
         if internal:
             name, kind = names.SPAN_STREAM_INTERNAL, SpanKind.INTERNAL
         else:
             name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
             name, kind = clean_text(name, names.MAX_SPAN_NAME_LENGTH), SpanKind.CLIENT
-        clean_attributes(attrs)
         try:
             span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
         except Exception as exc:
@@ -177,6 +167,8 @@ class SpanSink:
             report, internal=handle.internal, latest=self._latest, choices=handle.start.request_choice_count or 1
         )
         attrs.update(request_attributes(handle.start))
+        if self._blind:
+            attrs.update(creation_attributes(handle.start))
         span.set_attributes(attrs)
         if handle.events_left > 0:
             self._add_events(report, handle)
@@ -193,6 +185,8 @@ class SpanSink:
         span = handle.span
         if span.is_recording():
             attrs = request_attributes(handle.start)
+            if self._blind:
+                attrs.update(creation_attributes(handle.start))
             attrs.update({names.ATTR_OUTCOME: names.ABANDONED, names.ATTR_ABANDONED_REASON: names.ABANDON_GC})
             if self._latest:  # no finish reason came for any choice
                 choices = handle.start.request_choice_count or 1
@@ -245,6 +239,57 @@ class SpanSink:
             clean_attributes(attrs)
             # Anomalies carry an event index, not a time: stamp them at the end of the stream.
             span.add_event(names.SPAN_EVENT_ANOMALY, attrs, timestamp=end_wall)
+
+
+def creation_attributes(start: StreamStart) -> Attrs:
+    """The attributes the semantic conventions ask for at span creation (a sampler may decide on them), and the
+    application's own; strings cleaned."""
+    attrs: Attrs = {
+        names.ATTR_OPERATION_NAME: start.operation,
+        names.ATTR_PROVIDER_NAME: start.provider,
+    }
+    if start.request_model:
+        attrs[names.ATTR_REQUEST_MODEL] = start.request_model
+    if start.server_address:
+        attrs[names.ATTR_SERVER_ADDRESS] = start.server_address
+    if start.server_port is not None:
+        attrs[names.ATTR_SERVER_PORT] = start.server_port
+    if start.attributes:
+        # validated and cleaned when captured (otelstream.attribution); none uses otelstream's own namespaces
+        attrs.update(start.attributes)
+    clean_attributes(attrs)
+    return attrs
+
+
+# what the SDK's own samplers that read no attribute describe themselves as (Sampler.get_description)
+_BLIND_DESCRIPTIONS = ("AlwaysOnSampler", "AlwaysOffSampler")
+_RATIO_DESCRIPTION = "TraceIdRatioBased{"
+
+
+def attribute_blind(sampler: object) -> bool:
+    """Whether ``sampler`` is one of the OTel SDK's samplers that decide without the span's attributes: always on or
+    off, trace-id ratio, or parent-based over those (told by their public descriptions). Anything else (a sampler of
+    the application's, no SDK tracer) may read them: False."""
+    t = type(sampler)
+    if t is sampling.StaticSampler or t is sampling.TraceIdRatioBased:
+        return True
+    if t not in (sampling.ParentBased, sampling.ParentBasedTraceIdRatio):
+        return False
+    try:
+        description = sampler.get_description()  # type: ignore[attr-defined]
+    except Exception:
+        return False
+    head, _, rest = description.partition("{")
+    if head != "ParentBased" or not rest.endswith("}"):
+        return False
+    # root:X,remoteParentSampled:Y,…: each delegate always on/off or a ratio (whose own description has no comma)
+    for part in rest[:-1].split(","):
+        _, _, delegate = part.partition(":")
+        if delegate not in _BLIND_DESCRIPTIONS and not (
+            delegate.startswith(_RATIO_DESCRIPTION) and delegate.endswith("}")
+        ):
+            return False
+    return True
 
 
 def request_attributes(start: StreamStart) -> Attrs:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from otelstream import _guard
-from otelstream.export.handle import StreamHandle
+from otelstream.export.handle import StreamHandle, Tracked
 from otelstream.export.points import DEFAULT_SCHEMA, Schema
 
 logger = logging.getLogger("otelstream")
@@ -104,7 +104,7 @@ class Watchdog:
         interval_s: float,
         abandon_after_s: float,
         on_stall: Callable[[StreamHandle, int, int], None],
-        on_idle: Callable[[Any, StreamHandle], None],
+        on_idle: Callable[[Tracked, StreamHandle], None],
         on_orphan: Callable[[StreamHandle], None],
         on_tick: Callable[[Counts, Counts], None] | None = None,
     ) -> None:

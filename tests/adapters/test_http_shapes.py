@@ -21,6 +21,7 @@ from otelstream.adapters.calls import Call
 from otelstream.adapters.http import body as http_body
 from otelstream.adapters.http.decoding import Observed
 from otelstream.core import client_rules
+from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
 
@@ -35,7 +36,9 @@ class _Quiet:
     def __init__(self) -> None:
         self.reports: list[StreamReport] = []
 
-    def stream_finished(self, report: StreamReport, handle: object) -> None:
+    def stream_finished(self, ended: Ended, handle: object) -> None:
+        report = ended.final_report()
+        assert report is not None
         self.reports.append(report)
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 import pytest
 
 from otelstream import names
@@ -222,6 +226,62 @@ def test_exactly_one_report_and_nothing_after(clock: FakeClock) -> None:
     t.done_sentinel()
     assert t.end("error") is None
     assert first.events == 1 and first.keepalives == 0 and first.deltas == 0
+
+
+def test_conclude_records_the_end_and_the_report_is_assembled_later(clock: FakeClock) -> None:
+    """The end (caller's thread) only records how the stream ended; the report comes from ``final_report``, assembled
+    once, from the state as the end left it: what comes later (events, anomalies, a clock that moved on) is not in."""
+    t = tracker(names.CHAT_COMPLETIONS, clock)
+    assert t.final_report() is None  # open: nothing to assemble
+    t.event({"choices": [{"index": 0, "delta": {"content": "a"}}]})
+    clock.advance(MS)
+    end_ns = clock()
+    assert t.conclude("close") and t.report is None
+    assert not t.conclude("eof")
+    clock.advance(1000 * MS)
+    t.event({"choices": [{"index": 0, "delta": {"content": "b"}}]})
+    t.anomaly(names.ANOM_BAD_FIELD, "after the end")
+    report = t.final_report()
+    assert report is not None and t.final_report() is report and t.report is report
+    assert (report.outcome, report.abandoned_reason) == (names.ABANDONED, names.ABANDON_CLOSE)
+    assert report.t_end_ns == end_ns and report.deltas == 1
+    assert names.ANOM_BAD_FIELD not in counts(report)
+    assert t.end("eof") is None
+
+
+def test_report_assembled_exactly_once_across_threads(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
+    """The export thread and ``report_of`` may ask at the same moment: one assembly, one object for all."""
+    from otelstream.core import tracker as tracker_module
+
+    built: list[str] = []
+    real = tracker_module.build_report
+
+    def slow_build(*args: Any) -> Any:
+        built.append(threading.current_thread().name)
+        time.sleep(0.05)  # every other thread arrives while this one assembles
+        return real(*args)
+
+    monkeypatch.setattr(tracker_module, "build_report", slow_build)
+    t = tracker(names.CHAT_COMPLETIONS, clock)
+    t.event({"choices": [{"index": 0, "delta": {"content": "a"}}]})
+    t.done_sentinel()  # [DONE] without usage: the end judges it missing
+    assert t.conclude("eof")
+    go = threading.Barrier(8)
+    got: list[object] = []
+
+    def ask() -> None:
+        go.wait()
+        got.append(t.final_report())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(10)
+    assert len(built) == 1 and len(got) == 8
+    assert got[0] is not None and all(r is got[0] for r in got)
+    # the anomalies only the end judges were added once (a second assembly would add them again)
+    assert counts(got[0])[names.ANOM_USAGE_MISSING] == 1
 
 
 def test_anomalies_capped_counts_exact() -> None:

@@ -47,19 +47,37 @@ class FakeTracker:
         self.t_last_event = 0  # the last event (the tracker stamps it)
         self.ended = False
         self.end_calls: list[str] = []
+        self.report: StreamReport | None = None
 
     def last_activity_ns(self) -> int:
         return max(self.t_last_ns, self.t_last_event)
 
-    def end(self, how: str, error_type: str | None = None) -> StreamReport | None:
+    def conclude(self, how: str, error_type: str | None = None) -> bool:
         self.end_calls.append(how)
         if self.ended:
-            return None
+            return False
         self.ended = True
-        return make_report(
+        self.report = make_report(
             self.start, outcome=names.ABANDONED, abandoned_reason=how, t_end_ns=self.clock(),
             time_to_first_event_ns=None, time_to_first_delta_ns=None, time_to_first_output_ns=None, usage=Usage(),
         )  # fmt: skip
+        return True
+
+    def final_report(self) -> StreamReport | None:
+        return self.report
+
+    def end(self, how: str, error_type: str | None = None) -> StreamReport | None:
+        return self.final_report() if self.conclude(how, error_type) else None
+
+
+class Ended:
+    """A stream that ended, as ``Pipeline.stream_finished`` takes it, around a report made here."""
+
+    def __init__(self, report: StreamReport) -> None:
+        self.report = report
+
+    def final_report(self) -> StreamReport:
+        return self.report
 
 
 def make_start(**kw: Any) -> StreamStart:
@@ -104,5 +122,5 @@ def run_stream(
     clock.advance(1.5)
     tracker.ended = True
     report = make_report(start, t_end_ns=clock(), **(report_kw or {}))
-    p.stream_finished(report, handle)
+    p.stream_finished(Ended(report), handle)
     return handle, tracker, report

@@ -17,7 +17,16 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from otelstream import names
 from otelstream.core.report import SequenceStats, Usage
 from otelstream.export._sdk_internals import prometheus_histogram
-from tests.export.harness import COMMON_LABELS, LIVE_LABELS, Clock, FakeTracker, make_report, make_start, run_stream
+from tests.export.harness import (
+    COMMON_LABELS,
+    LIVE_LABELS,
+    Clock,
+    Ended,
+    FakeTracker,
+    make_report,
+    make_start,
+    run_stream,
+)
 
 COMMON = COMMON_LABELS
 
@@ -263,7 +272,7 @@ def test_live_gauges_right_at_any_moment(make_pipeline: Any, clock: Clock, regis
     trackers[0].t_pull = 0  # the event arrived
     assert sample(registry, stalled[0], **stalled[1]) == 0
     trackers[2].ended = True
-    p.stream_finished(make_report(starts[2], t_end_ns=clock()), handles[2])
+    p.stream_finished(Ended(make_report(starts[2], t_end_ns=clock())), handles[2])
     assert sample(registry, active[0], **active[1]) == 2  # before any flush: the gauge does not wait for export
 
 

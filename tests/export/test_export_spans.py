@@ -12,7 +12,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otelstream import names
 from otelstream.core.report import Anomaly, SequenceStats, Stall
-from tests.export.harness import T0, Clock, FakeTracker, make_report, make_start, run_stream
+from tests.export.harness import T0, Clock, Ended, FakeTracker, make_report, make_start, run_stream
 
 # Every attribute key a stream span may carry: anything else (prompt, output, headers) is a leak.
 ALLOWED_KEYS = {v for k, v in vars(names).items() if k.startswith("ATTR_")}
@@ -146,9 +146,9 @@ def test_span_name_without_model_and_completions_operation(
 def test_stream_finished_twice_ends_once(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
     p = make_pipeline()
     handle, _, report = run_stream(p, clock)
-    p.stream_finished(report, handle)
-    p.stream_finished(report, handle)
-    p.stream_finished(report, object())  # a foreign handle is ignored
+    p.stream_finished(Ended(report), handle)
+    p.stream_finished(Ended(report), handle)
+    p.stream_finished(Ended(report), object())  # a foreign handle is ignored
     assert p.flush(5.0)
     assert len(spans(span_exporter)) == 1
     assert not p.dispatcher.pending
@@ -212,7 +212,7 @@ def test_span_is_current_during_send_and_http_span_nests(
     assert not trace.get_current_span().is_recording()
     clock.advance(0.5)
     tracker.ended = True
-    p.stream_finished(make_report(start, t_end_ns=clock()), handle)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock())), handle)
     assert p.flush(5.0)
     (http_span,) = spans(span_exporter, "POST")
     (stream_span,) = spans(span_exporter, "chat gpt-test")
@@ -277,7 +277,7 @@ def test_websocket_connection_span(make_pipeline: Any, clock: Clock, span_export
         h = p.stream_started(start, tracker, conn)
         clock.advance(0.3)
         tracker.ended = True
-        p.stream_finished(make_report(start, t_end_ns=clock()), h)
+        p.stream_finished(Ended(make_report(start, t_end_ns=clock())), h)
     p.connection_closed(conn, None)
     p.connection_closed(conn, None)  # idempotent
     assert p.flush(5.0)
@@ -306,7 +306,7 @@ def test_start_time_from_monotonic_anchor(
     h = p.stream_started(start, tracker)
     clock.advance(1.0)
     tracker.ended = True
-    p.stream_finished(make_report(start, t_end_ns=clock()), h)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock())), h)
     assert p.flush(5.0)
     (span,) = spans(span_exporter)
     assert span.start_time is not None and span.end_time is not None
@@ -371,3 +371,57 @@ def test_a_sampler_sees_the_creation_attributes_and_the_span_ends_with_all(
     a = dict(span.attributes or {})
     assert a[names.ATTR_SURFACE] == "responses" and a[names.ATTR_REQUEST_STREAM] is True
     assert a[names.ATTR_REQUEST_MAX_TOKENS] == 64 and a["tenant.id"] == "acme" and a[names.ATTR_OUTCOME] == "completed"
+
+
+def test_a_sampler_that_reads_no_attribute_gets_none_and_the_span_ends_with_all(
+    make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """The SDK's own samplers (here the default, parent-based always-on) decide without attributes: the span starts
+    with none (each costs the caller the SDK's cleaning) and ends with the creation attributes among the rest."""
+    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    at_start: list[dict[str, Any]] = []
+
+    class AtStart(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            at_start.append(dict(span.attributes or {}))
+
+    tp = TracerProvider()
+    tp.add_span_processor(AtStart())
+    tp.add_span_processor(SimpleSpanProcessor(span_exporter))
+    try:
+        p = make_pipeline(tracer_provider=tp)
+        run_stream(p, clock, attributes={"tenant.id": "acme"})
+        assert p.flush(5.0)
+    finally:
+        tp.shutdown()
+    assert at_start == [{}]
+    (span,) = spans(span_exporter)
+    a = dict(span.attributes or {})
+    assert {k: a.get(k) for k in (names.ATTR_OPERATION_NAME, names.ATTR_PROVIDER_NAME, names.ATTR_REQUEST_MODEL,
+                                  names.ATTR_SERVER_ADDRESS, names.ATTR_SERVER_PORT, "tenant.id")} == {
+        names.ATTR_OPERATION_NAME: "chat", names.ATTR_PROVIDER_NAME: "openai", names.ATTR_REQUEST_MODEL: "gpt-test",
+        names.ATTR_SERVER_ADDRESS: "127.0.0.1", names.ATTR_SERVER_PORT: 8080, "tenant.id": "acme",
+    }  # fmt: skip
+    assert a[names.ATTR_OUTCOME] == "completed" and span.name == "chat gpt-test"
+
+
+def test_which_samplers_read_no_attribute() -> None:
+    from opentelemetry.sdk.trace import sampling
+
+    from otelstream.export.spans import attribute_blind
+
+    class Own(sampling.Sampler):
+        def should_sample(self, *args: Any, **kwargs: Any) -> sampling.SamplingResult:
+            return sampling.ALWAYS_ON.should_sample(*args, **kwargs)
+
+        def get_description(self) -> str:
+            return "own"
+
+    blind = [TracerProvider().sampler, sampling.ALWAYS_ON, sampling.ALWAYS_OFF, sampling.TraceIdRatioBased(0.5),
+             sampling.ParentBasedTraceIdRatio(0.1), sampling.ParentBased(sampling.TraceIdRatioBased(0.3))]  # fmt: skip
+    reading = [Own(), sampling.ParentBased(Own()), sampling.ParentBased(sampling.ALWAYS_ON, local_parent_sampled=Own()),
+               None, object()]  # fmt: skip
+    assert [attribute_blind(s) for s in blind] == [True] * len(blind)
+    assert [attribute_blind(s) for s in reading] == [False] * len(reading)

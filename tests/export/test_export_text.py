@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from otelstream import names
 from otelstream.core.report import Anomaly
-from tests.export.harness import Clock, FakeTracker, make_report, make_start
+from tests.export.harness import Clock, Ended, FakeTracker, make_report, make_start
 
 EVIL = "\udce9\n\x00\u202e\x1b[2J\u2028\x85"  # lone surrogate, newline, NUL, bidi override, escape, separators
 CLEANED = "\ufffd" * 5 + "[2J" + "\ufffd" * 2
@@ -62,7 +62,7 @@ def test_hostile_start_and_report_strings_are_cleaned(
             finish_reasons=("stop" + EVIL, "length"),
             anomalies=(Anomaly(names.ANOM_UNKNOWN_EVENT, 3, "event type " + EVIL * 100),),
         )  # fmt: skip
-        p.stream_finished(report, handle)
+        p.stream_finished(Ended(report), handle)
         conn = p.connection_opened("ws" + EVIL, 443)
         p.connection_event(conn, names.SPAN_EVENT_RECONNECT, {"close_code": 1006, "reason": "bye" + EVIL})
         p.connection_closed(conn, "websocket_close" + EVIL)
@@ -108,6 +108,6 @@ def test_allowlisted_model_with_a_surrogate_is_cleaned(
     p = make_pipeline(model_allowlist=("m\udce9",))
     start = make_start(request_model="m\udce9", t_request_ns=clock())
     handle = p.stream_started(start, FakeTracker(start, clock))
-    p.stream_finished(make_report(start, t_end_ns=clock()), handle)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock())), handle)
     assert p.flush(5.0)
     assert f'{names.LABEL_MODEL}="m\ufffd"' in generate_latest(registry).decode("utf-8")

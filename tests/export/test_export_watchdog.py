@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from otelstream import _guard, names
 from otelstream.core.report import Stall
 from otelstream.export.watchdog import LiveStreams, Watchdog
-from tests.export.harness import LIVE_LABELS, Clock, FakeTracker, make_report, make_start
+from tests.export.harness import LIVE_LABELS, Clock, Ended, FakeTracker, make_report, make_start
 
 
 def test_stall_event_once_per_stall(make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter) -> None:
@@ -37,7 +37,7 @@ def test_stall_event_once_per_stall(make_pipeline: Any, clock: Clock, span_expor
     p.watchdog.tick()
     tracker.ended = True
     stalls = (Stall(1.0, 36.0), Stall(38.0, 40.0))  # the report lists the same two stalls
-    p.stream_finished(make_report(start, t_end_ns=clock(), stalls=stalls, stall_count=2), h)
+    p.stream_finished(Ended(make_report(start, t_end_ns=clock(), stalls=stalls, stall_count=2)), h)
     assert p.flush(5.0)
     (span,) = span_exporter.get_finished_spans()
     stall_events = [e for e in span.events if e.name == names.SPAN_EVENT_STALL]
@@ -65,7 +65,7 @@ def test_live_stall_offset_is_from_the_last_attempt(
     tracker.ended = True
     stalls = (Stall(1.0, 31.0),)  # the same stall in the report: not added again
     report = make_report(start, t_request_ns=tracker.t_request, t_end_ns=clock(), stalls=stalls, stall_count=1)
-    p.stream_finished(report, h)
+    p.stream_finished(Ended(report), h)
     assert p.flush(5.0)
     (span,) = span_exporter.get_finished_spans()
     (event,) = [e for e in span.events if e.name == names.SPAN_EVENT_STALL]
@@ -97,6 +97,41 @@ def test_idle_stream_is_abandoned_once(make_pipeline: Any, clock: Clock, span_ex
     assert (a[names.ATTR_OUTCOME], a[names.ATTR_ABANDONED_REASON]) == ("abandoned", "idle")
 
 
+def test_idle_end_assembles_the_report_on_the_metrics_thread(
+    monkeypatch: pytest.MonkeyPatch, make_pipeline: Any, clock: Clock, span_exporter: InMemorySpanExporter
+) -> None:
+    """A real tracker left idle: the watchdog's tick only ends it (its report assembled on the metrics thread, as a
+    caller's end's is), and the caller's own end that comes later reports nothing more."""
+    from otelstream.core import tracker as tracker_module
+    from otelstream.core.report import StreamStart
+    from otelstream.core.tracker import StreamTracker
+
+    assembled_on: list[str] = []
+    real = tracker_module.build_report
+
+    def build(*args: Any) -> Any:
+        assembled_on.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(tracker_module, "build_report", build)
+    p = make_pipeline(abandon_after_s=10)
+    start = StreamStart(surface=names.CHAT_COMPLETIONS, provider="openai", request_model="m", t_request_ns=clock())
+    tracker = StreamTracker(start, clock=clock)
+    tracker.t_last_ns = clock()
+    tracker.handle = p.stream_started(start, tracker)
+    clock.advance(11)
+    p.watchdog.tick()
+    assert tracker.ended and len(p.live) == 0
+    assert p.flush(5.0)
+    assert assembled_on == ["otelstream-export"]
+    report = tracker.report
+    assert report is not None and (report.outcome, report.abandoned_reason) == (names.ABANDONED, names.ABANDON_IDLE)
+    assert not tracker.conclude("eof")  # the caller's end, later: nothing more
+    assert tracker.final_report() is report and assembled_on == ["otelstream-export"]
+    (span,) = span_exporter.get_finished_spans()
+    assert (span.attributes or {})[names.ATTR_ABANDONED_REASON] == names.ABANDON_IDLE
+
+
 class SlowReport(FakeTracker):
     """Its idle report takes a while once the stream is ended: the watchdog's thread preempted between the end and
     the hand-over (a loaded machine; a forked child also starts its export threads right then)."""
@@ -106,12 +141,12 @@ class SlowReport(FakeTracker):
         self.ending = threading.Event()
         self.release = threading.Event()
 
-    def end(self, how: str, error_type: str | None = None) -> Any:
-        report = super().end(how, error_type)  # ended first: the caller's own end, meanwhile, gets None
-        if report is not None and how == names.ABANDON_IDLE:
+    def conclude(self, how: str, error_type: str | None = None) -> bool:
+        first = super().conclude(how, error_type)  # ended first: the caller's own end, meanwhile, gets nothing
+        if first and how == names.ABANDON_IDLE:
             self.ending.set()
             self.release.wait(10)
-        return report
+        return first
 
 
 def test_flush_waits_for_an_idle_report_being_handed_over(
@@ -226,7 +261,8 @@ class Recorder:
 
     def on_idle(self, tracker: Any, handle: Any) -> None:
         self.idled.append(handle)
-        self.p.stream_finished(tracker.end("idle"), handle)
+        if tracker.conclude("idle"):
+            self.p.stream_finished(tracker, handle)
 
     def on_tick(self, active: dict[Any, int], stalled: dict[Any, int]) -> None:
         self.ticks.append((active, stalled))

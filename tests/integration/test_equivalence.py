@@ -230,7 +230,7 @@ def test_failing_hooks_never_reach_the_caller(broken: str, case: Case) -> None:
         off = consume(case)
         listener = RecordingListener()
         if broken == "tracker":
-            for hook in ("event", "end", "keepalive", "done_sentinel"):
+            for hook in ("event", "conclude", "end", "keepalive", "done_sentinel"):  # the ends: conclude
                 mp.setattr(StreamTracker, hook, _boom)
         elif broken == "listener_start":
             listener.fail = True

@@ -6,6 +6,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
 
 
@@ -49,7 +50,9 @@ class RecordingListener:
         self.active -= 1
         self._maybe_fail()
 
-    def stream_finished(self, report: StreamReport, handle: object) -> None:
+    def stream_finished(self, ended: Ended, handle: object) -> None:
+        report = ended.final_report()  # the tests read it at once: assembled here
+        assert report is not None
         with self._lock:
             self.reports.append(report)
             self.finished_handles.append(handle)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,49 @@ def test_report_of_a_finished_stream_and_none_while_open(
     if outcome == names.ABANDONED:
         assert report.abandoned_reason == names.ABANDON_CLOSE
     assert otelstream.report_of(stream) is report  # the same object every time
+
+
+def test_report_of_right_after_the_end_while_the_export_thread_is_busy(
+    instrument: Callable[..., Telemetry], provider: FakeProvider
+) -> None:
+    """The caller's end only queues the stream: the report is assembled on the metrics thread. ``report_of`` asked
+    before that thread got to it assembles it there and then, once: the export thread records that same report."""
+    from otelstream import instrumentation
+    from otelstream.adapters.calls import call_on
+
+    tel = instrument()
+    pipeline = instrumentation._pipeline
+    assert pipeline is not None
+    dispatcher = pipeline.dispatcher
+    handle_item = dispatcher._handler
+    busy, release = threading.Event(), threading.Event()
+    exported: list[object] = []
+
+    def held(item: Any) -> None:  # the metrics thread, held up before it touches the stream's item
+        busy.set()
+        release.wait(10)
+        handle_item(item)
+        exported.append(item.ended.final_report())
+
+    dispatcher._handler = held
+    client = client_for(provider, CH)
+    try:
+        stream = client.chat.completions.create(**request_kwargs(CH, FAULT_FOR[names.COMPLETED]))
+        deltas = sum(bool(c.choices and c.choices[0].delta.content) for c in stream)
+        assert busy.wait(10)
+        call = call_on(stream)
+        assert call is not None and call.tracker.report is None  # not assembled on the caller's thread
+        report = otelstream.report_of(stream)
+    finally:
+        release.set()
+        client.close()
+    assert report is not None and report.outcome == names.COMPLETED and report.deltas == deltas
+    assert otelstream.report_of(stream) is report
+    tel.flush()
+    assert exported == [report]  # the export thread found it assembled: the same object, not a second one
+    assert _streams_total(tel) == 1
+    (span,) = tel.ours()
+    assert (span.attributes or {})[names.ATTR_DELTAS] == deltas
 
 
 def test_report_of_helper_streams_and_other_objects(
