@@ -153,7 +153,7 @@ def _http_loops(what: str, n: int):
     from otelstream.core.tracker import StreamTracker
 
     class _Quiet:  # a listener that takes the one report of each measured stream and does nothing with it
-        def stream_finished(self, report, handle):
+        def stream_finished(self, ended, handle):
             pass
 
     surface = what.split("/")[1]

@@ -34,7 +34,7 @@ class _NullListener:
     def deactivate(self, token):
         pass
 
-    def stream_finished(self, report, handle):
+    def stream_finished(self, ended, handle):
         pass
 
 
