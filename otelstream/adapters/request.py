@@ -115,11 +115,20 @@ def _keep_headroom(call: Call, response: Any) -> None:
         call.tracker.ratelimits = ratelimits_of(response)
 
 
+# names.RATELIMIT_HEADERS by the lower-cased bytes an httpx/httpx2 ``Headers.raw`` holds
+_RATELIMIT_RAW: dict[bytes, tuple[str, bool]] = {k.encode("ascii"): v for k, v in names.RATELIMIT_HEADERS.items()}
+
+
 def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
     """The rate-limit numbers of an answer's headers (``names.RATELIMIT_HEADERS``), one ``RateLimit`` per kind sent.
     Only those headers are looked at, and only a plain non-negative number is kept (a header is server data)."""
     try:
-        items = response.headers.items()
+        headers = response.headers
+        if getattr(headers, "encoding", None) == "ascii":
+            raw = headers.raw
+            if type(raw) is list:
+                return _ratelimits_raw(raw)
+        items = headers.items()
     except Exception:
         return ()
     found: dict[str, list[float | None]] = {}
@@ -129,6 +138,29 @@ def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
             continue
         number = _number(value)
         if number is not None:
+            pair = found.setdefault(spec[0], [None, None])
+            pair[0 if spec[1] else 1] = number
+    return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
+
+
+def _ratelimits_raw(raw: list[tuple[bytes, bytes]]) -> tuple[RateLimit, ...]:
+    """``ratelimits_of`` over the raw byte pairs of all-ASCII headers (then bytes and text lower-case alike), without
+    ``items()`` decoding and merging every header of the answer: once per attempt, on the caller's thread. Only
+    the few names looked for are decoded. A name sent twice reads as ``items()`` joins it ("a, b"): not a number."""
+    hits: dict[bytes, bytes | None] = {}
+    for key, value in raw:
+        key = key.lower()
+        if key in _RATELIMIT_RAW:
+            hits[key] = None if key in hits else value
+    if not hits:
+        return ()
+    found: dict[str, list[float | None]] = {}
+    for name, sent in hits.items():
+        if sent is None:
+            continue
+        number = _number(sent.decode("ascii"))
+        if number is not None:
+            spec = _RATELIMIT_RAW[name]
             pair = found.setdefault(spec[0], [None, None])
             pair[0 if spec[1] else 1] = number
     return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
