@@ -214,6 +214,25 @@ def server_of(base_url: Any) -> tuple[str | None, int | None]:
         return None, None
 
 
+# immutable (copy_with makes a new one); both libraries name the package as the class's module
+_URL_TYPES = frozenset({("httpx2", "URL"), ("httpx", "URL"), ("httpx2._urls", "URL"), ("httpx._urls", "URL")})
+_last_base: tuple[object, tuple[str | None, int | None]] = (None, (None, None))
+
+
+def server_of_client(base_url: Any) -> tuple[str | None, int | None]:
+    """``server_of`` for a client's base URL, which is the same object stream after stream: the last answer is kept
+    for it (an httpx/httpx2 URL is immutable; a client given another base URL holds another object)."""
+    global _last_base
+    last = _last_base
+    if last[0] is base_url and base_url is not None:
+        return last[1]
+    found = server_of(base_url)
+    t = type(base_url)
+    if (t.__module__, t.__name__) in _URL_TYPES:
+        _last_base = (base_url, found)  # one tuple swapped in whole: safe across threads
+    return found
+
+
 def path_of(url: object) -> str:
     """The path of an SDK options URL ('/chat/completions', '/v1/messages?beta=true', or an absolute URL)."""
     if not isinstance(url, str):

@@ -52,3 +52,18 @@ def test_headers_that_fail_read_as_none_sent() -> None:
             raise RuntimeError("no headers")
 
     assert request.ratelimits_of(Broken()) == ()
+
+
+def test_server_of_client_answers_as_server_of_for_each_base_url() -> None:
+    urls = [httpx2.URL("https://api.example.com/v1/"), httpx2.URL("http://localhost:8080/"), httpx2.URL("http://h/")]
+    for url in urls + urls[::-1]:
+        assert request.server_of_client(url) == request.server_of(url)
+    assert request.server_of_client(None) == (None, None)
+
+    class Mutable:
+        host, port, scheme = "a", None, "https"
+
+    m = Mutable()
+    assert request.server_of_client(m) == ("a", 443)
+    m.host = "b"  # not an httpx URL: never kept
+    assert request.server_of_client(m) == ("b", 443)

@@ -54,7 +54,7 @@ from otelstream.adapters.request import (
     request_of,
     request_params,
     request_wrappers,
-    server_of,
+    server_of_client,
 )
 from otelstream.core.report import StreamStart
 
@@ -74,7 +74,7 @@ def _start(client: Any, options: Any) -> StreamStart | None:
         return None
     body = getattr(options, "json_data", None)
     model = body.get("model") if isinstance(body, dict) else None
-    host, port = server_of(getattr(client, "base_url", None))
+    host, port = server_of_client(getattr(client, "base_url", None))
     return StreamStart(
         surface=names.MESSAGES,
         provider=_provider(client, host),

@@ -50,7 +50,7 @@ from otelstream.adapters.request import (
     path_of,
     request_params,
     request_wrappers,
-    server_of,
+    server_of_client,
 )
 from otelstream.core.report import StreamStart
 
@@ -94,7 +94,7 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
     params = getattr(options, "params", None)
     params = params if isinstance(params, dict) else {}
     model = body.get("model")
-    host, port = server_of(getattr(client, "base_url", None))
+    host, port = server_of_client(getattr(client, "base_url", None))
     kwargs: dict[str, Any] = {}
     if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
         n = body.get("n")
