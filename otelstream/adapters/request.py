@@ -25,17 +25,18 @@ def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, 
     attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``. ``scopes``: the
     sync and the async streams' patch scopes (``begin_call``)."""
     sync_scopes, async_scopes = (scopes[0],), (scopes[1],)
+    guard = _guard.guard(where)
 
     def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
-        with _guard.guard(where):
+        with guard:
             call = begin(instance, args, kwargs, sync_scopes)
         token = CURRENT.set(call)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             if call is not None:
-                with _guard.guard(where):
+                with guard:
                     fail_unbound(call, exc)
             raise
         finally:
@@ -46,14 +47,14 @@ def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, 
 
     async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
-        with _guard.guard(where):
+        with guard:
             call = begin(instance, args, kwargs, async_scopes)
         token = CURRENT.set(call)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             if call is not None:
-                with _guard.guard(where):
+                with guard:
                     fail_unbound(call, exc)
             raise
         finally:
@@ -84,6 +85,9 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
         finish(call, "http_error", error_type, exc)
 
 
+_HTTP_SEND, _RATELIMITS = _guard.guard("adapters.http_send"), _guard.guard("adapters.ratelimits")
+
+
 def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``httpx2.Client.send`` / ``AsyncClient.send``: while an SDK send path of one of our calls runs (``sending``),
     the request leaves here, after the SDK prepared it (anthropic signs or refreshes a token in ``_prepare_request``,
@@ -93,7 +97,7 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     call = CURRENT.get()
     if call is None or not call.sending or call.bound:
         return wrapped(*args, **kwargs)
-    with _guard.guard("adapters.http_send"):
+    with _HTTP_SEND:
         tracker = call.tracker
         tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
     result = wrapped(*args, **kwargs)
@@ -111,15 +115,24 @@ async def _headroom_when_sent(sending: Any, call: Call) -> Any:
 
 def _keep_headroom(call: Call, response: Any) -> None:
     """Each attempt's answer replaces the last one's numbers (a 429 that the SDK retried is not the headroom now)."""
-    with _guard.guard("adapters.ratelimits"):
+    with _RATELIMITS:
         call.tracker.ratelimits = ratelimits_of(response)
+
+
+# names.RATELIMIT_HEADERS by the lower-cased bytes an httpx/httpx2 ``Headers.raw`` holds
+_RATELIMIT_RAW: dict[bytes, tuple[str, bool]] = {k.encode("ascii"): v for k, v in names.RATELIMIT_HEADERS.items()}
 
 
 def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
     """The rate-limit numbers of an answer's headers (``names.RATELIMIT_HEADERS``), one ``RateLimit`` per kind sent.
     Only those headers are looked at, and only a plain non-negative number is kept (a header is server data)."""
     try:
-        items = response.headers.items()
+        headers = response.headers
+        if getattr(headers, "encoding", None) == "ascii":
+            raw = headers.raw
+            if type(raw) is list:
+                return _ratelimits_raw(raw)
+        items = headers.items()
     except Exception:
         return ()
     found: dict[str, list[float | None]] = {}
@@ -129,6 +142,29 @@ def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
             continue
         number = _number(value)
         if number is not None:
+            pair = found.setdefault(spec[0], [None, None])
+            pair[0 if spec[1] else 1] = number
+    return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
+
+
+def _ratelimits_raw(raw: list[tuple[bytes, bytes]]) -> tuple[RateLimit, ...]:
+    """``ratelimits_of`` over the raw byte pairs of all-ASCII headers (then bytes and text lower-case alike), without
+    ``items()`` decoding and merging every header of the answer: once per attempt, on the caller's thread. Only
+    the few names looked for are decoded. A name sent twice reads as ``items()`` joins it ("a, b"): not a number."""
+    hits: dict[bytes, bytes | None] = {}
+    for key, value in raw:
+        key = key.lower()
+        if key in _RATELIMIT_RAW:
+            hits[key] = None if key in hits else value
+    if not hits:
+        return ()
+    found: dict[str, list[float | None]] = {}
+    for name, sent in hits.items():
+        if sent is None:
+            continue
+        number = _number(sent.decode("ascii"))
+        if number is not None:
+            spec = _RATELIMIT_RAW[name]
             pair = found.setdefault(spec[0], [None, None])
             pair[0 if spec[1] else 1] = number
     return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
@@ -176,6 +212,25 @@ def server_of(base_url: Any) -> tuple[str | None, int | None]:
         return host, port
     except Exception:
         return None, None
+
+
+# immutable (copy_with makes a new one); both libraries name the package as the class's module
+_URL_TYPES = frozenset({("httpx2", "URL"), ("httpx", "URL"), ("httpx2._urls", "URL"), ("httpx._urls", "URL")})
+_last_base: tuple[object, tuple[str | None, int | None]] = (None, (None, None))
+
+
+def server_of_client(base_url: Any) -> tuple[str | None, int | None]:
+    """``server_of`` for a client's base URL, which is the same object stream after stream: the last answer is kept
+    for it (an httpx/httpx2 URL is immutable; a client given another base URL holds another object)."""
+    global _last_base
+    last = _last_base
+    if last[0] is base_url and base_url is not None:
+        return last[1]
+    found = server_of(base_url)
+    t = type(base_url)
+    if (t.__module__, t.__name__) in _URL_TYPES:
+        _last_base = (base_url, found)  # one tuple swapped in whole: safe across threads
+    return found
 
 
 def path_of(url: object) -> str:

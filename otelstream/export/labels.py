@@ -65,6 +65,15 @@ class CappedValues:
             return label
 
 
+_MAX_STARTS = 256
+_REQUEST_MODEL_INDEX, _SERVER_ADDRESS_INDEX = 2, 3  # in at_start's tuple
+
+
+def _settled(table: CappedValues, raw: str | None, label: str) -> bool:
+    """Whether ``label`` is what ``table`` gives ``raw`` for good: none given, or an admitted value's label."""
+    return not raw or table._known.get(raw) == label
+
+
 def attribute_text(value: AttributeValue) -> str:
     """An application attribute's value as a label value (the same text on both metric paths)."""
     if isinstance(value, bool):
@@ -82,6 +91,9 @@ class LabelTables:
         self.server_address = CappedValues(cap, (), max_length)
         self._attributes: dict[str, CappedValues] = {}
         self._lock = threading.Lock()
+        # at_start's label tuples of streams without application attributes, by what they are made of: the same
+        # few per process, resolved on the caller's thread for every stream otherwise
+        self._starts: dict[tuple[str, str, str | None, str | None, int | None], tuple[str, ...]] = {}
         self._settings = (cap, tuple(allowlist), max_length)
 
     def configure(self, cap: int, allowlist: Iterable[str], max_length: int) -> None:
@@ -107,6 +119,24 @@ class LabelTables:
 
     def at_start(self, start: StreamStart, attribute_keys: Sequence[str]) -> tuple[str, ...]:
         """The stream's label tuple (``surface`` last, the response model still empty)."""
+        if not attribute_keys:
+            key = (start.provider, start.surface, start.request_model, start.server_address, start.server_port)
+            found = self._starts.get(key)
+            if found is not None:
+                return found
+            labels = self._resolve(start, ())
+            # kept only when both values are admitted ones: their labels never change (a value over the cap reads
+            # as _OTHER now, and may be admitted after a configure() that raises the cap)
+            if (
+                len(self._starts) < _MAX_STARTS
+                and _settled(self.request_model, start.request_model, labels[_REQUEST_MODEL_INDEX])
+                and _settled(self.server_address, start.server_address, labels[_SERVER_ADDRESS_INDEX])
+            ):
+                self._starts[key] = labels
+            return labels
+        return self._resolve(start, attribute_keys)
+
+    def _resolve(self, start: StreamStart, attribute_keys: Sequence[str]) -> tuple[str, ...]:
         attrs = start.attributes
         values = [
             start.provider,

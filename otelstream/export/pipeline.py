@@ -1,12 +1,12 @@
 """The export pipeline: the ``StreamListener`` the adapters call, wired to the dispatcher, sinks and watchdog.
 
 Caller's-thread cost per stream: ``stream_started`` (model label lookup, span start, two clock reads, one dict
-insert) and ``stream_finished`` (one dict pop, one ``put_nowait``; the report is not assembled yet). Both are
+insert) and ``stream_finished`` (one dict pop, one bounded queue put; the report is not assembled yet). Both are
 guarded: an internal error is recorded and the caller's stream goes on.
 
 Two export threads, so that metrics never wait on spans: the first assembles each ended stream's report (unless
 ``report_of`` did already) and records it into the metric sinks, then hands the span's end to the second (one more
-``put_nowait``), which runs the span processors and so possibly a collector that never answers. A hung span export
+bounded put), which runs the span processors and so possibly a collector that never answers. A hung span export
 fills only the span queue: those spans are dropped and counted in ``otelstream_reports_dropped_total``, while every
 stream is still counted and the error-ratio alerts keep working.
 """

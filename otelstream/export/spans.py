@@ -28,6 +28,7 @@ from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 
 Attrs = dict[str, AttributeValue]
 
+_MAX_NAMES = 256  # span names kept (request models are the caller's strings: bounded by this, not by them)
 _STALL_MATCH_NS = 5_000_000  # a report stall within 5 ms of a live-reported one is the same stall
 
 
@@ -82,6 +83,7 @@ class SpanSink:
         # sampler could have read are set at the end with the rest, off the caller's thread (the SDK cleans each
         # attribute given to start_span: ≈ 8 000 instructions apiece).
         self._blind = attribute_blind(getattr(self._tracer, "sampler", None))
+        self._names: dict[tuple[str, str | None], str] = {}  # _span_name
 
     # --- caller's thread ------------------------------------------------------------------------------------
     def start(
@@ -110,8 +112,7 @@ class SpanSink:
         if internal:
             name, kind = names.SPAN_STREAM_INTERNAL, SpanKind.INTERNAL
         else:
-            name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
-            name, kind = clean_text(name, names.MAX_SPAN_NAME_LENGTH), SpanKind.CLIENT
+            name, kind = self._span_name(start), SpanKind.CLIENT
         try:
             span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attrs, start_time=start_wall)
         except Exception as exc:
@@ -122,6 +123,18 @@ class SpanSink:
             span, start, tracker, labels, wall_now, mono_now, internal,
             names.MAX_SPAN_EVENTS if self._span_events else 0, peer,
         )  # fmt: skip
+
+    def _span_name(self, start: StreamStart) -> str:
+        """"{operation} {request model}", cleaned: kept per (surface, model) (the operation follows the surface), up
+        to ``_MAX_NAMES`` of them, so a stream of a known model neither formats nor cleans it again."""
+        key = (start.surface, start.request_model)
+        name = self._names.get(key)
+        if name is None:
+            name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
+            name = clean_text(name, names.MAX_SPAN_NAME_LENGTH)
+            if len(self._names) < _MAX_NAMES:
+                self._names[key] = name
+        return name
 
     def connection_opened(self, server_address: str | None, server_port: int | None) -> ConnectionHandle:
         attrs: Attrs = {names.ATTR_PROVIDER_NAME: names.PROVIDER_OPENAI, names.ATTR_SURFACE: names.RESPONSES_WEBSOCKET}

@@ -223,3 +223,36 @@ def test_queue_drained_at_exit_before_providers_registered_later_shut_down() -> 
     out = subprocess.run([sys.executable, "-c", EXIT_ORDER], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "provider shutdown, after ['last report']"
+
+
+def test_bound_is_a_size_check_and_markers_are_never_refused() -> None:
+    """Up to ``maxsize`` items wait behind a busy worker, the next is dropped; a flush still queues its marker
+    behind a full queue and succeeds once the worker has caught up."""
+    d, release, _ = _stuck(3)
+    assert d.pending == 3
+    assert not d.submit(99)
+    assert d.pending == 3
+    done: list[bool] = []
+    flusher = threading.Thread(target=lambda: done.append(d.flush(5.0)))
+    flusher.start()
+    time.sleep(0.05)
+    assert d.pending == 4  # the marker, behind the items
+    release.set()
+    flusher.join(5.0)
+    assert done == [True]
+    assert d.shutdown(5.0)
+
+
+def test_flush_without_a_worker_sees_what_is_left() -> None:
+    """No worker serves the queue (it stopped): a flush says whether anything but markers is left, and leaves it."""
+    seen: list[int] = []
+    d = Dispatcher(seen.append, 10)
+    assert d.submit(1) and d.flush(5.0)
+    thread = d._thread
+    assert d.shutdown(5.0) and thread is not None and not thread.is_alive()
+    d._queue.put(2)  # as if queued while the worker stopped
+    assert not d.flush(0.1)
+    assert d.pending == 1
+    d._queue.get_nowait()
+    assert d.flush(0.1)
+    assert seen == [1]

@@ -425,3 +425,22 @@ def test_which_samplers_read_no_attribute() -> None:
                None, object()]  # fmt: skip
     assert [attribute_blind(s) for s in blind] == [True] * len(blind)
     assert [attribute_blind(s) for s in reading] == [False] * len(reading)
+
+
+def test_span_names_kept_per_surface_and_model_read_as_computed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otelstream.core.report import StreamStart
+    from otelstream.export import spans
+
+    sink = spans.SpanSink(TracerProvider())
+    monkeypatch.setattr(spans, "_MAX_NAMES", 3)
+    starts = [
+        StreamStart(surface=names.CHAT_COMPLETIONS, request_model="gpt-x"),
+        StreamStart(surface=names.COMPLETIONS, request_model="gpt-x"),
+        StreamStart(surface=names.MESSAGES, request_model=None),
+        StreamStart(surface=names.CHAT_COMPLETIONS, request_model="bad\nmodel" + "m" * 300),
+        StreamStart(surface=names.CHAT_COMPLETIONS, request_model="gpt-x"),
+    ]
+    for start in starts * 2:
+        name = f"{start.operation} {start.request_model}" if start.request_model else start.operation
+        assert sink._span_name(start) == spans.clean_text(name, names.MAX_SPAN_NAME_LENGTH)
+    assert len(sink._names) == 3  # bounded

@@ -54,7 +54,7 @@ from otelstream.adapters.request import (
     request_of,
     request_params,
     request_wrappers,
-    server_of,
+    server_of_client,
 )
 from otelstream.core.report import StreamStart
 
@@ -74,7 +74,7 @@ def _start(client: Any, options: Any) -> StreamStart | None:
         return None
     body = getattr(options, "json_data", None)
     model = body.get("model") if isinstance(body, dict) else None
-    host, port = server_of(getattr(client, "base_url", None))
+    host, port = server_of_client(getattr(client, "base_url", None))
     return StreamStart(
         surface=names.MESSAGES,
         provider=_provider(client, host),
@@ -126,8 +126,11 @@ def _body_error_type(exc: BaseException) -> str | None:
 
 
 # --- the call ---------------------------------------------------------------------------------------------
+_AFTER_REQUEST, _ATTEMPT = _guard.guard("anthropic.after_request"), _guard.guard("anthropic.attempt")
+
+
 def _after_request(call: Call, result: Any) -> None:
-    with _guard.guard("anthropic.after_request"):
+    with _AFTER_REQUEST:
         if call.bound:
             return
         http = getattr(result, "http_response", None)
@@ -174,7 +177,7 @@ def _attempt_enter(call: Call) -> object:
 
 
 def _attempt_exit(call: Call, token: object, result: Any) -> None:
-    with _guard.guard("anthropic.attempt"):
+    with _ATTEMPT:
         call.listener.deactivate(token)
         response = result[0] if isinstance(result, tuple) and result else None
         ext = getattr(request_of(response), "extensions", None) if response is not None else None
@@ -187,7 +190,7 @@ def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     if call is None or call.bound:
         return wrapped(*args, **kwargs)
     token: object = None
-    with _guard.guard("anthropic.attempt"):
+    with _ATTEMPT:
         token = _attempt_enter(call)
     result: Any = None
     call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it
@@ -204,7 +207,7 @@ async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwa
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token: object = None
-    with _guard.guard("anthropic.attempt"):
+    with _ATTEMPT:
         token = _attempt_enter(call)
     result: Any = None
     call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it

@@ -50,7 +50,7 @@ from otelstream.adapters.request import (
     path_of,
     request_params,
     request_wrappers,
-    server_of,
+    server_of_client,
 )
 from otelstream.core.report import StreamStart
 
@@ -94,7 +94,7 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
     params = getattr(options, "params", None)
     params = params if isinstance(params, dict) else {}
     model = body.get("model")
-    host, port = server_of(getattr(client, "base_url", None))
+    host, port = server_of_client(getattr(client, "base_url", None))
     kwargs: dict[str, Any] = {}
     if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
         n = body.get("n")
@@ -175,10 +175,13 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
+_AFTER_REQUEST, _SEND = _guard.guard("openai.after_request"), _guard.guard("openai.send")
+
+
 def _after_request(call: Call, result: Any) -> None:
     """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
     by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
-    with _guard.guard("openai.after_request"):
+    with _AFTER_REQUEST:
         if call.bound:
             return
         http = getattr(result, "http_response", None)
@@ -236,7 +239,7 @@ def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         return wrapped(*args, **kwargs)
     outer = False
     token = None
-    with _guard.guard("openai.send"):
+    with _SEND:
         outer = _send_enter(call, args, kwargs)
         if outer:
             token = call.listener.activate(call.tracker.handle)
@@ -246,7 +249,7 @@ def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     finally:
         call.sending -= 1
         if token is not None:
-            with _guard.guard("openai.send"):
+            with _SEND:
                 call.listener.deactivate(token)
 
 
@@ -255,7 +258,7 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token = None
-    with _guard.guard("openai.send"):
+    with _SEND:
         if _send_enter(call, args, kwargs):
             token = call.listener.activate(call.tracker.handle)
     call.sending += 1
@@ -264,7 +267,7 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
     finally:
         call.sending -= 1
         if token is not None:
-            with _guard.guard("openai.send"):
+            with _SEND:
                 call.listener.deactivate(token)
 
 
