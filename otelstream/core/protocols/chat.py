@@ -189,15 +189,16 @@ def _usage(t: StreamState, usage: object) -> None:
     if not u:
         return
     t.usage_seen = True
-    t.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
-    t.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
+    n = t.token_counts()
+    n.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
+    n.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
     details = u.get("prompt_tokens_details")
     cached = fields(details).get("cached_tokens")
     if cached is None:
         cached = extra(usage, "cached_tokens")  # Together reports it at the top level of usage
     if cached is None:
         cached = extra(usage, "cache_read_input_tokens")  # servers proxying Anthropic caching
-    t.usage_cache_read = t.tokens(cached, "cached_tokens")
+    n.usage_cache_read = t.tokens(cached, "cached_tokens")
     # cache writes, where servers report them (gateways proxying Anthropic caching)
     written = fields(details).get("cache_write_tokens")  # declared by newer SDK models, an extra in older ones
     if written is None:
@@ -205,5 +206,5 @@ def _usage(t: StreamState, usage: object) -> None:
     if written is None:
         written = extra(usage, "cache_creation_input_tokens")
     if written is not None:
-        t.usage_cache_write = t.tokens(written, "cache_write_tokens")
-    t.usage_reasoning = t.tokens(fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens")
+        n.usage_cache_write = t.tokens(written, "cache_write_tokens")
+    n.usage_reasoning = t.tokens(fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens")

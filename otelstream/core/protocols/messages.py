@@ -105,25 +105,26 @@ def _usage(t: StreamState, usage: object) -> None:
     if not u:
         return
     t.usage_seen = True
+    n = t.token_counts()
     # message_delta usage is cumulative: every present field replaces the previous value
     out = u.get("output_tokens")
     if out is not None:
-        t.usage_output = t.tokens(out, "output_tokens")
+        n.usage_output = t.tokens(out, "output_tokens")
     raw_input = u.get("input_tokens")
     cache_read = u.get("cache_read_input_tokens")
     cache_write = u.get("cache_creation_input_tokens")
     if raw_input is not None:
-        t.usage_input_raw = t.tokens(raw_input, "input_tokens")
+        n.usage_input_raw = t.tokens(raw_input, "input_tokens")
     if cache_read is not None:
-        t.usage_cache_read = t.tokens(cache_read, "cache_read_input_tokens")
+        n.usage_cache_read = t.tokens(cache_read, "cache_read_input_tokens")
     if cache_write is not None:
-        t.usage_cache_write = t.tokens(cache_write, "cache_creation_input_tokens")
+        n.usage_cache_write = t.tokens(cache_write, "cache_creation_input_tokens")
     # newer servers report thinking tokens as output_tokens_details.thinking_tokens (message_delta, cumulative)
     details = u.get("output_tokens_details")
     if details is not None:
         thinking = fields(details).get("thinking_tokens")
         if thinking is not None:
-            t.usage_reasoning = t.tokens(thinking, "thinking_tokens")
-    if t.usage_input_raw is not None:
-        total = t.usage_input_raw + (t.usage_cache_read or 0) + (t.usage_cache_write or 0)
-        t.usage_input = t.tokens(total, "input_tokens (with cache)")  # the sum too must fit every exporter (int64)
+            n.usage_reasoning = t.tokens(thinking, "thinking_tokens")
+    if n.usage_input_raw is not None:
+        total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
+        n.usage_input = t.tokens(total, "input_tokens (with cache)")  # the sum too must fit every exporter (int64)

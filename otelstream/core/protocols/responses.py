@@ -211,11 +211,12 @@ def _response(t: StreamState, response: object) -> None:
     if not u:
         return
     t.usage_seen = True
-    t.usage_input = t.tokens(u.get("input_tokens"), "input_tokens")
-    t.usage_output = t.tokens(u.get("output_tokens"), "output_tokens")
+    n = t.token_counts()
+    n.usage_input = t.tokens(u.get("input_tokens"), "input_tokens")
+    n.usage_output = t.tokens(u.get("output_tokens"), "output_tokens")
     in_details = u.get("input_tokens_details")
-    t.usage_cache_read = t.tokens(fields(in_details).get("cached_tokens"), "cached_tokens")
+    n.usage_cache_read = t.tokens(fields(in_details).get("cached_tokens"), "cached_tokens")
     # Bedrock's cache writes: not a field of the SDK's model, so an extra there
-    t.usage_cache_write = t.tokens(field_or_extra(in_details, "cache_write_tokens"), "cache_write_tokens")
+    n.usage_cache_write = t.tokens(field_or_extra(in_details, "cache_write_tokens"), "cache_write_tokens")
     out_details = fields(u.get("output_tokens_details"))
-    t.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")
+    n.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")
