@@ -19,8 +19,9 @@ from otelstream.core.report import Anomaly, RateLimit, Stall, StreamReport, Stre
 
 Clock = Callable[[], int]
 # one wire protocol's reading of an event (``core/protocols/``): (the stream's state, the event's field dict, its SSE
-# name, the event itself: for fields an SDK model keeps as extras) -> DELTA, OTHER or KEEPALIVE
-Observer = Callable[["StreamState", dict[str, Any], "str | None", object], int]
+# name or the SSE frame that names it (read with ``protocols._fields.event_name`` only where a protocol needs it: a
+# property read per event), the event itself: for fields an SDK model keeps as extras) -> DELTA, OTHER or KEEPALIVE
+Observer = Callable[["StreamState", dict[str, Any], object, object], int]
 
 # outcome ranks for precedence: error > failed > incomplete > completed
 RANK_NONE, RANK_COMPLETED, RANK_INCOMPLETE, RANK_FAILED, RANK_ERROR = 0, 1, 2, 3, 4

@@ -37,6 +37,9 @@ from otelstream.core.chunk_time import CHUNK_BOUNDS_NS as _CHUNK_BOUNDS_NS
 from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
 from otelstream.core.ending import build_report, final_anomalies
+from otelstream.core.protocols import DELTA as _DELTA
+from otelstream.core.protocols import KEEPALIVE as _KEEPALIVE
+from otelstream.core.protocols import OTHER as _OTHER
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
 from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPONSES_REASONING_DELTA_TYPES
 from otelstream.core.report import Stall, StreamReport
@@ -251,14 +254,21 @@ class StreamTracker(StreamState):
         return True
 
     def _event(self, ev: Any, name: str | Frame | None, now: int, frame: int) -> None:
-        """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``)."""
+        """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``).
+
+        Every stream's first events, its finish, usage and terminal events come here, on the caller's thread: the
+        common shapes take straight lines (the wait accounting inline, module constants, one test for a steady
+        stream's flat path), the rare ones the calls."""
         if self.ended:
             return
-        if name is not None and type(name) is not str:
-            name = getattr(name, "event", None)
-            if type(name) is not str:
-                name = None
-        self._wait_ended(frame)
+        # _wait_ended, inline
+        tp = self.t_pull
+        if tp:
+            self.t_pull = 0
+            wait = frame - tp
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
         if not self.t_first_event:
             self.t_first_event = now
             self._wait_first = self.wait_ns
@@ -268,17 +278,17 @@ class StreamTracker(StreamState):
         except AttributeError:
             d = ev if type(ev) is dict else None  # decoded JSON (offline), or junk
         if d is None:
-            kind = protocols.OTHER
+            kind = _OTHER
             self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
         else:
             kind = self._observe(self, d, name, ev)
         self.t_last_event = now
-        if kind == protocols.OTHER:
+        if kind == _OTHER:
             self.others += 1
-        elif kind == protocols.KEEPALIVE:
+        elif kind == _KEEPALIVE:
             self.keepalive(1, now)
         else:  # a delta: of output (DELTA) or of reasoning
-            if not self.t_first_output and kind == protocols.DELTA:
+            if not self.t_first_output and kind == _DELTA:
                 self._first_output(now)
             prev = self.t_prev_delta
             self.t_prev_delta = now
@@ -291,13 +301,16 @@ class StreamTracker(StreamState):
         # steady: the answer is not over, every event reaches the caller, and the flat path may take the deltas that
         # come: those of output once the first one was recorded here (chat, completions and messages take nothing
         # else), or, on Responses, those of reasoning from the first delta on (``_fast_deltas``)
-        steady = (
-            (self.t_first_output or (self.t_prev_delta and fast == _FAST_RESPONSES))
+        if (
+            fast
+            and (self.t_first_output or (fast == _FAST_RESPONSES and self.t_prev_delta))
             and not self.terminal
             and not self.ended
             and self.client_filter_after is None
-        )
-        self._fast = (fast + _RAW if type(ev) is dict else fast) if steady and fast else 0
+        ):
+            self._fast = fast + _RAW if type(ev) is dict else fast
+        else:
+            self._fast = 0
 
     def _first_output(self, now: int) -> None:
         """The first delta that is not reasoning (TTFO): its time, its index among the events, and from now on the
