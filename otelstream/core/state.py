@@ -9,6 +9,7 @@ fields, NaN usage become anomalies).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,6 +34,7 @@ OUTCOME_BY_RANK = {
 }
 _RANK_BY_OUTCOME = {v: k for k, v in OUTCOME_BY_RANK.items()}
 
+_RARE_LOCK = threading.Lock()  # StreamState.rare: the side object is made exactly once per stream
 _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 MAX_CHOICES = 128
@@ -324,10 +326,15 @@ class StreamState:
         return self.start.surface
 
     def rare(self) -> Rare:
-        """The side object of the rare fields, made now if it is not yet."""
+        """The side object of the rare fields, made now if it is not yet. Made under a lock: the end can come from
+        another thread (the watchdog's idle fallback, a finalizer) while the caller's thread makes it for an
+        anomaly, and two objects would lose one side's writes (the end's among them). Taken once per stream."""
         r = self._rare
         if r is None:
-            r = self._rare = Rare()
+            with _RARE_LOCK:
+                r = self._rare
+                if r is None:
+                    r = self._rare = Rare()
         return r
 
     def token_counts(self) -> Tokens:
