@@ -18,7 +18,7 @@ from otelstream.core.protocols._fields import (
     OTHER,
     REASONING,
     event_name,
-    field_or_extra,
+    extra,
     fields,
     inband_error,
     nonempty,
@@ -223,8 +223,13 @@ def _response(t: StreamState, response: object) -> None:
     v = u.get("output_tokens")
     n.usage_output = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "output_tokens")
     in_details = u.get("input_tokens_details")
-    n.usage_cache_read = t.tokens(fields(in_details).get("cached_tokens"), "cached_tokens")
-    # Bedrock's cache writes: not a field of the SDK's model, so an extra there
-    n.usage_cache_write = t.tokens(field_or_extra(in_details, "cache_write_tokens"), "cache_write_tokens")
-    out_details = fields(u.get("output_tokens_details"))
-    n.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")
+    di = fields(in_details)  # once for both of its counts
+    v = di.get("cached_tokens")
+    n.usage_cache_read = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "cached_tokens")
+    # Bedrock's cache writes: not a field of the SDK's model, so an extra there (field_or_extra, on the fields read)
+    v = di.get("cache_write_tokens")
+    if v is None:
+        v = extra(in_details, "cache_write_tokens")
+    n.usage_cache_write = t.tokens(v, "cache_write_tokens")
+    v = fields(u.get("output_tokens_details")).get("reasoning_tokens")
+    n.usage_reasoning = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "reasoning_tokens")
