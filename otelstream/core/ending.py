@@ -8,7 +8,7 @@ from __future__ import annotations
 from otelstream import names
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS, spread_sums
 from otelstream.core.report import SequenceStats, StreamReport, Usage, assemble
-from otelstream.core.state import MAX_CHOICES, StreamState
+from otelstream.core.state import MAX_CHOICES, NO_RARE, NO_SEQUENCE, NO_TOKENS, StreamState
 
 
 def final_anomalies(s: StreamState, outcome: str) -> None:
@@ -29,8 +29,9 @@ def final_anomalies(s: StreamState, outcome: str) -> None:
 def _missing_finish_reasons(s: StreamState) -> None:
     """One ``missing_finish_reason`` per choice (seen, or expected from the request's ``n``) that [DONE] ended
     without a finish reason."""
-    finished = s._choices_finished or {}
-    seen = set(s.choices_seen) if s.choices_seen is not None else set()
+    r = s._rare or NO_RARE
+    finished = r._choices_finished or {}
+    seen = set(r.choices_seen) if r.choices_seen is not None else set()
     if s.last_choice is not None:
         seen.add(s.last_choice)  # type: ignore[arg-type]
     for index in sorted(seen.difference(finished)):
@@ -46,12 +47,16 @@ def build_report(
     """The stream's one report: every field of ``StreamReport`` from the state."""
     start = s.start
     t0 = s.t_request
+    # the side objects (their defaults when never made), read directly: the forwarding properties cost a call each
+    r = s._rare or NO_RARE
+    q = s._seq or NO_SEQUENCE
+    u = s._tokens or NO_TOKENS
     ttfe = s.t_first_event - t0 if s.t_first_event else None
     ttfd = s.t_first_delta - t0 if s.t_first_delta else None
     ttfo = s.t_first_output - t0 if s.t_first_output else None
     retries: int | None = s.retries
     keepalives: int | None = s.keepalives
-    keepalive_gap: int | None = s.max_keepalive_gap_ns or None
+    keepalive_gap: int | None = r.max_keepalive_gap_ns or None
     done: bool | None = s.done_seen
     unobserved = s.unobserved
     if unobserved:  # a patch point is missing from the SDK: what rests on it is unknown, not zero or guessed
@@ -65,30 +70,30 @@ def build_report(
             keepalives = keepalive_gap = None
         if names.MEASURE_DONE_SENTINEL in unobserved and not s.done_seen:
             done = None
-    counts = s._anomaly_counts
+    counts = r._anomaly_counts
     chunk_counts = s._chunk_counts or [0] * N_CHUNK_BUCKETS
     chunk_total = s.t_prev_delta - s.t_first_delta if s.t_first_delta else 0
     sequence = assemble(
         SequenceStats,
         {
-            "first": s.seq_first,
+            "first": q.seq_first,
             "last": s.last_sequence(),
-            "gaps": s.seq_gaps,
-            "skipped": s.seq_skipped,
-            "duplicates": s.seq_duplicates,
-            "out_of_order": s.seq_out_of_order,
-            "bad_start": s.seq_bad_start,
-            "missing": s.seq_missing,
+            "gaps": q.seq_gaps,
+            "skipped": q.seq_skipped,
+            "duplicates": q.seq_duplicates,
+            "out_of_order": q.seq_out_of_order,
+            "bad_start": q.seq_bad_start,
+            "missing": q.seq_missing,
         },
     )
     usage = assemble(
         Usage,
         {
-            "input_tokens": s.usage_input,
-            "output_tokens": s.usage_output,
-            "cache_read_input_tokens": s.usage_cache_read,
-            "cache_write_input_tokens": s.usage_cache_write,
-            "reasoning_output_tokens": s.usage_reasoning,
+            "input_tokens": u.usage_input,
+            "output_tokens": u.usage_output,
+            "cache_read_input_tokens": u.usage_cache_read,
+            "cache_write_input_tokens": u.usage_cache_write,
+            "reasoning_output_tokens": u.usage_reasoning,
         },
     )
     return assemble(
@@ -109,10 +114,10 @@ def build_report(
             "system_fingerprint": s.system_fingerprint,
             "attributes": start.attributes,
             "abandoned_reason": abandoned_reason,
-            "error_type": s.error_type,  # the provider's, as sent: never an outcome name
+            "error_type": r.error_type,  # the provider's, as sent: never an outcome name
             "error_class": error_class,
-            "finish_reasons": tuple(s.finish_reasons),
-            "resumed": start.resumed or s.starting_after is not None or s.client_filter_after is not None,
+            "finish_reasons": tuple(r.finish_reasons),
+            "resumed": start.resumed or r.starting_after is not None or s.client_filter_after is not None,
             "retries": retries,
             "t_request_ns": t0,
             "t_end_ns": max(t_end, t0),
@@ -122,7 +127,7 @@ def build_report(
             "first_output_event": s.first_output_event if s.t_first_output else None,
             "max_wait_ns": max(0, s.max_wait_ns),
             "wait_ns": max(0, s.wait_ns),  # never negative, even with an injected clock that went backwards
-            "consumer_ns": max(0, s.consumer_ns),
+            "consumer_ns": max(0, r.consumer_ns),
             "events": s.events,
             "deltas": s.deltas,
             "keepalives": keepalives,
@@ -131,10 +136,10 @@ def build_report(
             "sequence": sequence,
             "usage": usage,
             "usage_requested": bool(s.usage_requested),
-            "anomalies": tuple(s._anomalies or ()),
+            "anomalies": tuple(r._anomalies or ()),
             "anomaly_counts": tuple(sorted(counts.items())) if counts else (),
-            "stalls": tuple(s._stalls or ()),
-            "stall_count": s.stall_count,
+            "stalls": tuple(r._stalls or ()),
+            "stall_count": r.stall_count,
             "chunk_counts": tuple(chunk_counts),
             "chunk_sums_ns": spread_sums(chunk_counts, chunk_total),
             "ratelimits": s.ratelimits,

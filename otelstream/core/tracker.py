@@ -37,6 +37,9 @@ from otelstream.core.chunk_time import CHUNK_BOUNDS_NS as _CHUNK_BOUNDS_NS
 from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
 from otelstream.core.ending import build_report, final_anomalies
+from otelstream.core.protocols import DELTA as _DELTA
+from otelstream.core.protocols import KEEPALIVE as _KEEPALIVE
+from otelstream.core.protocols import OTHER as _OTHER
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
 from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPONSES_REASONING_DELTA_TYPES
 from otelstream.core.report import Stall, StreamReport
@@ -251,14 +254,21 @@ class StreamTracker(StreamState):
         return True
 
     def _event(self, ev: Any, name: str | Frame | None, now: int, frame: int) -> None:
-        """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``)."""
+        """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``).
+
+        Every stream's first events, its finish, usage and terminal events come here, on the caller's thread: the
+        common shapes take straight lines (the wait accounting inline, module constants, one test for a steady
+        stream's flat path), the rare ones the calls."""
         if self.ended:
             return
-        if name is not None and type(name) is not str:
-            name = getattr(name, "event", None)
-            if type(name) is not str:
-                name = None
-        self._wait_ended(frame)
+        # _wait_ended, inline
+        tp = self.t_pull
+        if tp:
+            self.t_pull = 0
+            wait = frame - tp
+            self.wait_ns += wait
+            if wait > self._wait_alarm:
+                self._long_wait(tp, wait)
         if not self.t_first_event:
             self.t_first_event = now
             self._wait_first = self.wait_ns
@@ -268,17 +278,17 @@ class StreamTracker(StreamState):
         except AttributeError:
             d = ev if type(ev) is dict else None  # decoded JSON (offline), or junk
         if d is None:
-            kind = protocols.OTHER
+            kind = _OTHER
             self.anomaly(names.ANOM_BAD_FIELD, f"event of type {type(ev).__name__}")
         else:
             kind = self._observe(self, d, name, ev)
         self.t_last_event = now
-        if kind == protocols.OTHER:
+        if kind == _OTHER:
             self.others += 1
-        elif kind == protocols.KEEPALIVE:
+        elif kind == _KEEPALIVE:
             self.keepalive(1, now)
         else:  # a delta: of output (DELTA) or of reasoning
-            if not self.t_first_output and kind == protocols.DELTA:
+            if not self.t_first_output and kind == _DELTA:
                 self._first_output(now)
             prev = self.t_prev_delta
             self.t_prev_delta = now
@@ -291,13 +301,16 @@ class StreamTracker(StreamState):
         # steady: the answer is not over, every event reaches the caller, and the flat path may take the deltas that
         # come: those of output once the first one was recorded here (chat, completions and messages take nothing
         # else), or, on Responses, those of reasoning from the first delta on (``_fast_deltas``)
-        steady = (
-            (self.t_first_output or (self.t_prev_delta and fast == _FAST_RESPONSES))
+        if (
+            fast
+            and (self.t_first_output or (fast == _FAST_RESPONSES and self.t_prev_delta))
             and not self.terminal
             and not self.ended
             and self.client_filter_after is None
-        )
-        self._fast = (fast + _RAW if type(ev) is dict else fast) if steady and fast else 0
+        ):
+            self._fast = fast + _RAW if type(ev) is dict else fast
+        else:
+            self._fast = 0
 
     def _first_output(self, now: int) -> None:
         """The first delta that is not reasoning (TTFO): its time, its index among the events, and from now on the
@@ -331,10 +344,11 @@ class StreamTracker(StreamState):
         self._wait_alarm = min(self.max_wait_ns, self.stall_ns)
 
     def _stall(self, tp: int, wait: int) -> None:
-        self.stall_count += 1
-        stalls = self._stalls
+        r = self.rare()
+        r.stall_count += 1
+        stalls = r._stalls
         if stalls is None:
-            stalls = self._stalls = []
+            stalls = r._stalls = []
         if len(stalls) < names.MAX_RECORDED_STALLS:
             stalls.append(Stall(offset_s=(tp - self.t_request) / 1e9, wait_s=wait / 1e9))
 
@@ -352,10 +366,11 @@ class StreamTracker(StreamState):
             return
         self.keepalives += count
         if now:
-            last = self.t_keepalive
-            if last and now - last > self.max_keepalive_gap_ns:
-                self.max_keepalive_gap_ns = now - last
-            self.t_keepalive = now
+            r = self.rare()
+            last = r.t_keepalive
+            if last and now - last > r.max_keepalive_gap_ns:
+                r.max_keepalive_gap_ns = now - last
+            r.t_keepalive = now
 
     def done_sentinel(self, at: int | None = None) -> None:
         """``data: [DONE]`` was seen (``at``: when its frame was decoded, if not now)."""
@@ -369,10 +384,11 @@ class StreamTracker(StreamState):
         elif surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS) and not self.terminal and self.events:
             # the server's explicit end of a chat stream: some servers never send a finish_reason, or
             # leave out the usage that was requested; the answer is over all the same
-            self.done_ended = True
+            r = self.rare()
+            r.done_ended = True
             self.terminal = True
             self._fast = 0
-            self.t_terminal = now
+            r.t_terminal = now
             if self.rank < RANK_COMPLETED:
                 self.rank = RANK_COMPLETED
 
@@ -403,18 +419,19 @@ class StreamTracker(StreamState):
             self._fast = 0
         if now is None:
             now = self.clock()
+        r = self.rare()
         # consumer time = time between the first and the last event spent neither waiting for the next one nor in
         # the SDK's work on it
         last = self.t_last_event = max(self.t_last_event, self.t_prev_delta)  # the fast path stamps deltas only
         if self.t_first_event:
-            self.consumer_ns = (
+            r.consumer_ns = (
                 (last - self.t_first_event) - (self.wait_ns - self._wait_first) - (self.sdk_ns - self._sdk_first)
             )
         # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
         tp = self._wait_ended(now)
         if tp and last and tp > last:
-            self.consumer_ns += tp - last
-        self.consumer_ns += self._pre_pull_ns
+            r.consumer_ns += tp - last
+        r.consumer_ns += self._pre_pull_ns
         if how == "error":
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)
@@ -427,23 +444,26 @@ class StreamTracker(StreamState):
             outcome = names.COMPLETED
         else:
             outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
-        t_end = self.t_terminal if self.terminal and self.t_terminal else now
+        t_end = r.t_terminal if self.terminal and r.t_terminal else now
         # the exception is read now, not kept: it holds the frames (and the SDK's stream) alive
-        klass = errors.error_class(outcome, self.error_type, errors.status_of(exc), exc, self.error_fields)
-        self._ending = (outcome, abandoned_reason, t_end, klass)  # last: what final_report waits for
+        klass = errors.error_class(outcome, r.error_type, errors.status_of(exc), exc, r.error_fields)
+        r._ending = (outcome, abandoned_reason, t_end, klass)  # last: what final_report waits for
         return True
 
     def final_report(self) -> StreamReport | None:
         """The stream's one report once it has ended (None before): assembled on the first call, exactly once,
         whichever thread asks first (the export thread, or the caller through ``otelstream.report_of``)."""
-        report = self.report
-        if report is not None or self._ending is None:
+        r = self._rare
+        if r is None:
+            return None
+        report = r.report
+        if report is not None or r._ending is None:
             return report
         with _REPORT_LOCK:  # the assembly's lock, never the end's: the caller's end never waits for an assembly
-            report = self.report
-            ending = self._ending
+            report = r.report
+            ending = r._ending
             if report is None and ending is not None:  # (set once, never unset)
                 outcome, abandoned_reason, t_end, klass = ending
                 final_anomalies(self, outcome)
-                report = self.report = build_report(self, outcome, abandoned_reason, t_end, klass)
+                report = r.report = build_report(self, outcome, abandoned_reason, t_end, klass)
         return report

@@ -1,9 +1,10 @@
 """Open streams, the live gauges computed from them, and the stall/idle watchdog thread.
 
-The live set is a plain dict keyed by ``id(handle)``: inserting and popping are single bytecode-level dict
-operations (atomic under the GIL), so the caller's thread takes no lock to register or retire a stream, and a
-reader copies the dict (also atomic) before iterating. Handles reference their trackers weakly, so a stream the
-application dropped is never kept alive by us.
+The live set is a plain dict keyed by the handles themselves (hashed by identity; insertion order is the walk's
+order): inserting and popping are single bytecode-level dict operations (atomic under the GIL), so the caller's
+thread takes no lock to register or retire a stream, and a reader copies the dict (also atomic) before iterating.
+Keyed by the handle, not ``id(handle)``: no int object per open stream (memory per open stream is budgeted).
+Handles reference their trackers weakly, so a stream the application dropped is never kept alive by us.
 
 Gauges are computed from the live set when they are read (``counts()``), so ``otelstream_streams_active`` and
 ``otelstream_streams_stalled`` are right at any moment. In prometheus_client multiprocess mode a custom collector
@@ -39,25 +40,25 @@ Counts = dict[LabelKey, int]
 
 class LiveStreams:
     def __init__(self, stall_threshold_s: float) -> None:
-        self._streams: dict[int, StreamHandle] = {}
+        self._streams: dict[StreamHandle, None] = {}
         self.stall_threshold_ns = int(stall_threshold_s * 1e9)
         self.schema: Schema = DEFAULT_SCHEMA  # the label names of the keys (set by the pipeline)
         # Every label set ever active: reported as 0 once it empties, so the series does not vanish mid-graph.
         self.seen: set[LabelKey] = set()
 
     def add(self, handle: StreamHandle) -> None:
-        self._streams[id(handle)] = handle
+        self._streams[handle] = None
         if handle.labels not in self.seen:
             self.seen.add(handle.labels)  # set.add is atomic too; at worst a key is added twice
 
     def discard(self, handle: StreamHandle) -> None:
-        self._streams.pop(id(handle), None)
+        self._streams.pop(handle, None)
 
     def clear(self) -> None:
         self._streams = {}
 
     def snapshot(self) -> list[StreamHandle]:
-        return list(self._streams.copy().values())
+        return list(self._streams.copy())
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -69,7 +70,7 @@ class LiveStreams:
         stall_ns = self.stall_threshold_ns
         clock: Any = None
         stall_before = 0
-        for handle in self._streams.copy().values():
+        for handle in self._streams.copy():
             ref = handle.tracker_ref
             tracker = ref() if ref is not None else None
             if tracker is None or tracker.ended:
@@ -172,7 +173,7 @@ class Watchdog:
         abandon_ns = self.abandon_after_ns
         clock: Any = None
         now = stall_before = idle_before = 0
-        for handle in live._streams.copy().values():
+        for handle in live._streams.copy():
             ref = handle.tracker_ref  # a slot read into a local: 3.11 specializes it, not a slot method call
             tracker = ref() if ref is not None else None
             if tracker is None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from otelstream.core.state import Observer, StreamState
 
 
-def observe_unknown(tracker: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_unknown(tracker: StreamState, d: dict[str, Any], name: object, ev: object = None) -> int:
     tracker.anomaly(names.ANOM_UNKNOWN_EVENT, "unsupported surface")
     return OTHER
 

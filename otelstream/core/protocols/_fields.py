@@ -19,6 +19,15 @@ REASONING = 3  # a delta of reasoning (thinking): a delta, but not yet the answe
 EMPTY: dict[str, Any] = {}  # the fields of something that has none
 
 
+def event_name(name: object) -> str | None:
+    """The SSE ``event:`` name an observer was given: a string, or the SSE frame it came from (its ``event``, read
+    only here: only untyped events and Chat's ping check need it), or None."""
+    if name is None or type(name) is str:
+        return name
+    name = getattr(name, "event", None)
+    return name if type(name) is str else None
+
+
 def fields(obj: object) -> dict[str, Any]:
     """The field dict of a decoded JSON object or an SDK model (its ``__dict__``); empty for anything else."""
     if type(obj) is dict:

@@ -28,6 +28,7 @@ from otelstream.core.protocols._fields import (
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
+_INT64_MAX = 2**63 - 1  # as the state's token check: counts beyond cannot be exported
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 _ERROR_REASONS = frozenset(names.ERROR_FINISH_REASONS)
 # docs/telemetry.md: an aborted generation is the server's failure; recorded as the type of the error it stands for
@@ -66,24 +67,29 @@ def _chat_delta_rest(delta: object, dl: dict[str, Any]) -> int:
     OTHER."""
     content = dl.get("content")
     kind = _parts_kind(content) if type(content) is list else OTHER
-    if kind == DELTA or nonempty(dl.get("refusal")):
+    if kind == DELTA:
+        return DELTA
+    refusal = dl.get("refusal")
+    if isinstance(refusal, str) and refusal:
         return DELTA
     calls = dl.get("tool_calls")
     if calls and type(calls) is list:
         for call in calls:
             if nonempty(fields(fields(call).get("function")).get("arguments")):
                 return DELTA
-    # vendor reasoning fields (DeepSeek, vLLM, OpenRouter, Groq) are extras outside the SDK model
-    if nonempty(extra(delta, "reasoning_content")) or nonempty(extra(delta, "reasoning")):
+    # vendor reasoning fields (DeepSeek, vLLM, OpenRouter, Groq) are extras outside the SDK model: read only when
+    # there are extras (an SDK model's are an empty dict on OpenAI's own chunks)
+    ex = dl if type(delta) is dict else getattr(delta, "__pydantic_extra__", None)
+    if ex and type(ex) is dict and (nonempty(ex.get("reasoning_content")) or nonempty(ex.get("reasoning"))):
         return REASONING
     return kind
 
 
-def observe_completions(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_completions(t: StreamState, d: dict[str, Any], name: object, ev: object = None) -> int:
     return observe_chat(t, d, name, ev, False)
 
 
-def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None, chat: bool = True) -> int:
+def observe_chat(t: StreamState, d: dict[str, Any], name: object, ev: object = None, chat: bool = True) -> int:
     """Chat chunks (``chat=False``: legacy completions chunks, whose payload is ``choices[].text``)."""
     err = d.get("error")
     if err is not None:
@@ -93,8 +99,11 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
         if usage is not None:
             _usage(t, usage)
         return OTHER
-    if name == "ping":
-        return KEEPALIVE
+    if name is not None:  # event_name, inline: read on every chunk that reaches the general path
+        if type(name) is not str:
+            name = getattr(name, "event", None)
+        if name == "ping":
+            return KEEPALIVE
     if t.response_id is None or t.response_model is None:
         # the first non-empty values: Azure's first chunk (prompt_filter_results) has id and model ""
         rid = d.get("id")
@@ -160,7 +169,11 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: str | None, ev: object
     usage = d.get("usage")
     if usage is None and (finish_seen or not choices):
         # Groq (compound) reports usage only as x_groq.usage, on the last chunks: a vendor extra, read there only
-        usage = fields(extra(ev if ev is not None else d, "x_groq")).get("usage")
+        # (and only when the model has extras at all)
+        obj = ev if ev is not None else d
+        ex = obj if type(obj) is dict else getattr(obj, "__pydantic_extra__", None)
+        if ex and type(ex) is dict:
+            usage = fields(ex.get("x_groq")).get("usage")
     if usage is not None:
         _usage(t, usage)
     if t.usage_seen and t.all_choices_finished():
@@ -189,21 +202,31 @@ def _usage(t: StreamState, usage: object) -> None:
     if not u:
         return
     t.usage_seen = True
-    t.usage_input = t.tokens(u.get("prompt_tokens"), "prompt_tokens")
-    t.usage_output = t.tokens(u.get("completion_tokens"), "completion_tokens")
+    n = t.token_counts()
+    # a plain count is taken as is; anything else goes through the state's check (an anomaly, or a float made int)
+    v = u.get("prompt_tokens")
+    n.usage_input = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "prompt_tokens")
+    v = u.get("completion_tokens")
+    n.usage_output = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "completion_tokens")
+    # the vendor extras of the usage object, read once (an SDK model's are an empty dict on OpenAI's own usage)
+    ex = u if type(usage) is dict else getattr(usage, "__pydantic_extra__", None)
+    if not ex or type(ex) is not dict:
+        ex = EMPTY
     details = u.get("prompt_tokens_details")
-    cached = fields(details).get("cached_tokens")
+    df = fields(details) if details is not None else EMPTY
+    cached = df.get("cached_tokens")
     if cached is None:
-        cached = extra(usage, "cached_tokens")  # Together reports it at the top level of usage
+        cached = ex.get("cached_tokens")  # Together reports it at the top level of usage
     if cached is None:
-        cached = extra(usage, "cache_read_input_tokens")  # servers proxying Anthropic caching
-    t.usage_cache_read = t.tokens(cached, "cached_tokens")
+        cached = ex.get("cache_read_input_tokens")  # servers proxying Anthropic caching
+    n.usage_cache_read = t.tokens(cached, "cached_tokens")
     # cache writes, where servers report them (gateways proxying Anthropic caching)
-    written = fields(details).get("cache_write_tokens")  # declared by newer SDK models, an extra in older ones
-    if written is None:
+    written = df.get("cache_write_tokens")  # declared by newer SDK models, an extra in older ones
+    if written is None and details is not None:
         written = extra(details, "cache_write_tokens")
     if written is None:
-        written = extra(usage, "cache_creation_input_tokens")
+        written = ex.get("cache_creation_input_tokens")
     if written is not None:
-        t.usage_cache_write = t.tokens(written, "cache_write_tokens")
-    t.usage_reasoning = t.tokens(fields(u.get("completion_tokens_details")).get("reasoning_tokens"), "reasoning_tokens")
+        n.usage_cache_write = t.tokens(written, "cache_write_tokens")
+    cd = u.get("completion_tokens_details")
+    n.usage_reasoning = t.tokens(fields(cd).get("reasoning_tokens"), "reasoning_tokens") if cd is not None else None

@@ -17,7 +17,8 @@ from otelstream.core.protocols._fields import (
     KEEPALIVE,
     OTHER,
     REASONING,
-    field_or_extra,
+    event_name,
+    extra,
     fields,
     inband_error,
     nonempty,
@@ -107,12 +108,14 @@ _KIND.update(
     }
 )
 KNOWN_TYPES = frozenset(_KIND)
+_INT64_MAX = 2**63 - 1  # as the state's token check: counts beyond cannot be exported
 
 
-def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: object = None) -> int:
+def observe_responses(t: StreamState, d: dict[str, Any], name: object, ev: object = None) -> int:
     typ = d.get("type")
-    response = d.get("response")
+    response = None  # read only where it is used: lifecycle and terminal events
     if typ is None:
+        response = d.get("response")
         # An event without `type` is built by the SDK as its union's first member, which keeps the fields that
         # member does not declare (`response` of a lifecycle event) as pydantic extras: read those too.
         extras = getattr(ev, "__pydantic_extra__", None) if ev is not d else None
@@ -126,7 +129,7 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
             return OTHER
         if response is None:
             response = d  # a gateway's untyped lifecycle event is the Response object itself (id, model, usage)
-        typ = name
+        typ = event_name(name)
         if typ is not None and typ != "ping":
             t.anomaly(names.ANOM_UNTYPED_EVENT, typ)
     kind = _KIND.get(typ) if type(typ) is str else None
@@ -137,6 +140,10 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
         t.seq_next = seq + 1  # in order, the common case: all the tracker's sequence() would do
     elif seq is not None or kind != _K_ERROR:
         t.sequence(seq)
+    if kind == _K_OTHER:  # the commonest event here (output items, content parts, their ends): first
+        if t.terminal:
+            t.after_terminal()
+        return OTHER
     if kind in (_K_DELTA, _K_REASONING):
         delta = d.get("delta")
         if type(delta) is str and delta:
@@ -155,10 +162,6 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
             return REASONING if "reasoning" in typ else DELTA
         t.anomaly(names.ANOM_UNKNOWN_EVENT, typ[:80] if type(typ) is str else "event without type")
         return OTHER
-    if kind == _K_OTHER:
-        if t.terminal:
-            t.after_terminal()
-        return OTHER
     if kind == _K_ERROR:
         # SSE `error` events carry code/message at the top level (their `type` is the event's); WebSocket ones nest
         # them under `error`, with the status beside it
@@ -172,6 +175,8 @@ def observe_responses(t: StreamState, d: dict[str, Any], name: str | None, ev: o
     # pair is the protocol, not the server talking after the end
     if t.terminal and not (kind == _K_FAILED and t.saw_error()):
         t.after_terminal()
+    if response is None:
+        response = d.get("response")
     _response(t, response)
     if kind == _K_COMPLETED:
         t.add_finish_reason("stop")
@@ -194,13 +199,13 @@ def _response(t: StreamState, response: object) -> None:
     r = fields(response)
     if not r:
         return
-    # the first non-empty values
-    rid = r.get("id")
-    if isinstance(rid, str) and rid and t.response_id is None:
-        t.response_id = rid[:128]
-    model = r.get("model")
-    if isinstance(model, str) and model and t.response_model is None:
-        t.response_model = model[:128]
+    if t.response_id is None or t.response_model is None:  # the first non-empty values: once both are known, done
+        rid = r.get("id")
+        if isinstance(rid, str) and rid and t.response_id is None:
+            t.response_id = rid[:128]
+        model = r.get("model")
+        if isinstance(model, str) and model and t.response_model is None:
+            t.response_model = model[:128]
     tier = r.get("service_tier")  # the created event says what was asked ("auto"), the terminal one what served it
     if isinstance(tier, str) and tier:
         t.service_tier = tier[:64]
@@ -211,11 +216,20 @@ def _response(t: StreamState, response: object) -> None:
     if not u:
         return
     t.usage_seen = True
-    t.usage_input = t.tokens(u.get("input_tokens"), "input_tokens")
-    t.usage_output = t.tokens(u.get("output_tokens"), "output_tokens")
+    n = t.token_counts()
+    # a plain count is taken as is; anything else goes through the state's check (an anomaly, or a float made int)
+    v = u.get("input_tokens")
+    n.usage_input = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "input_tokens")
+    v = u.get("output_tokens")
+    n.usage_output = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "output_tokens")
     in_details = u.get("input_tokens_details")
-    t.usage_cache_read = t.tokens(fields(in_details).get("cached_tokens"), "cached_tokens")
-    # Bedrock's cache writes: not a field of the SDK's model, so an extra there
-    t.usage_cache_write = t.tokens(field_or_extra(in_details, "cache_write_tokens"), "cache_write_tokens")
-    out_details = fields(u.get("output_tokens_details"))
-    t.usage_reasoning = t.tokens(out_details.get("reasoning_tokens"), "reasoning_tokens")
+    di = fields(in_details)  # once for both of its counts
+    v = di.get("cached_tokens")
+    n.usage_cache_read = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "cached_tokens")
+    # Bedrock's cache writes: not a field of the SDK's model, so an extra there (field_or_extra, on the fields read)
+    v = di.get("cache_write_tokens")
+    if v is None:
+        v = extra(in_details, "cache_write_tokens")
+    n.usage_cache_write = t.tokens(v, "cache_write_tokens")
+    v = fields(u.get("output_tokens_details")).get("reasoning_tokens")
+    n.usage_reasoning = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "reasoning_tokens")
