@@ -257,18 +257,11 @@ class StreamTracker(StreamState):
         """The general path: any event, classified by the surface's protocol module (its wait ended at ``frame``).
 
         Every stream's first events, its finish, usage and terminal events come here, on the caller's thread: the
-        common shapes take straight lines (the wait accounting inline, module constants, one test for a steady
-        stream's flat path), the rare ones the calls."""
+        common shapes take straight lines (module constants, one test for a steady stream's flat path), the rare
+        ones the calls."""
         if self.ended:
             return
-        # _wait_ended, inline
-        tp = self.t_pull
-        if tp:
-            self.t_pull = 0
-            wait = frame - tp
-            self.wait_ns += wait
-            if wait > self._wait_alarm:
-                self._long_wait(tp, wait)
+        self._wait_ended(frame)
         if not self.t_first_event:
             self.t_first_event = now
             self._wait_first = self.wait_ns
