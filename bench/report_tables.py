@@ -16,15 +16,26 @@ def is_http(surface: str) -> bool:
     return surface.startswith("http-")
 
 
+_CONFIGS = ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry", "otel-genai")
+
+
+def _configs(rows: list[dict]) -> list[str]:
+    """The measured configurations that have rows, in the tables' column order."""
+    return [c for c in _CONFIGS if any(r["config"] == c for r in rows)]
+
+
+def _by_cell(rows: list[dict]) -> list[tuple[str, str, dict]]:
+    """(surface, mode, {configuration: row}) per table row: surfaces in order, sync before async."""
+    cells = sorted({(r["surface"], r["mode"]) for r in rows}, key=lambda g: (g[0], g[1] != "sync"))
+    return [(s, m, {r["config"]: r for r in rows if r["surface"] == s and r["mode"] == m}) for s, m in cells]
+
+
 def overhead_table(ov: dict) -> list[str]:
     rows = ov.get("rows", [])
-    cfgs = [c for c in ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry", "otel-genai")
-            if any(r["config"] == c for r in rows)]  # fmt: skip
+    cfgs = _configs(rows)
     out = ["| surface | mode | baseline µs/event | " + " | ".join(f"{c} added µs/event (ratio)" for c in cfgs) + " |",
            "|---|---|---:|" + "---:|" * len(cfgs)]  # fmt: skip
-    groups = sorted({(r["surface"], r["mode"]) for r in rows}, key=lambda g: (g[0], g[1] != "sync"))
-    for surface, mode in groups:
-        by = {r["config"]: r for r in rows if r["surface"] == surface and r["mode"] == mode}
+    for surface, mode, by in _by_cell(rows):
         b = by.get("baseline")
         cells = []
         for c in cfgs:
@@ -43,8 +54,7 @@ def overhead_table(ov: dict) -> list[str]:
 
 def cg_table(cg: dict, sdk: str = "newest") -> list[str]:
     rows = [r for r in cg.get("rows", []) if r.get("sdk", "newest") == sdk]
-    cfgs = [c for c in ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry",
-                        "otel-genai") if any(r["config"] == c for r in rows)]  # fmt: skip
+    cfgs = _configs(rows)
     ref = cg.get("ref_events", 200)
     paired = any(r.get("paired") for r in rows)
     out = [f"Added Ir per event for a stream of {ref} events = marginal per event + fixed per stream / {ref}; "
@@ -53,9 +63,7 @@ def cg_table(cg: dict, sdk: str = "newest") -> list[str]:
               "that the same against the baseline process." if paired else "."), "",
            "| surface | mode | baseline Ir/event | " + " | ".join(cfgs) + " |",
            "|---|---|---:|" + "---:|" * len(cfgs)]  # fmt: skip
-    groups = sorted({(r["surface"], r["mode"]) for r in rows}, key=lambda g: (g[0], g[1] != "sync"))
-    for surface, mode in groups:
-        by = {r["config"]: r for r in rows if r["surface"] == surface and r["mode"] == mode}
+    for surface, mode, by in _by_cell(rows):
         b = by.get("baseline")
         cells = []
         for c in cfgs:

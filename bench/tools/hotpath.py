@@ -152,8 +152,14 @@ def _http_loops(what: str, n: int):
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
 
-    class _Quiet:  # a listener that takes the one report of each measured stream and does nothing with it
+    class _Quiet:  # a listener told of each measured stream's end, doing nothing with it
         def stream_finished(self, ended, handle):
+            pass
+
+    def observed(chunks: list[bytes]) -> None:  # one stream of these chunks, read through the observer's wrapper
+        start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
+        obs = Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
+        for _ in http_body._iter_sync(iter(chunks), obs):
             pass
 
     surface = what.split("/")[1]
@@ -176,10 +182,7 @@ def _http_loops(what: str, n: int):
 
         def streams():
             for _ in range(n):
-                start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
-                obs = Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
-                for _ in http_body._iter_sync(iter(events), obs):
-                    pass
+                observed(events)
 
         def no_streams():
             for _ in range(n):
@@ -199,10 +202,7 @@ def _http_loops(what: str, n: int):
             chunks[len(frames):] = [sse(name, {**obj, "obfuscation": "aB3" * (1 + i % 5)}) for i in range(n)]
 
     def body():
-        start = StreamStart(surface=surface, provider="x", request_model="m", t_request_ns=time.monotonic_ns())
-        obs = Observed(Call(StreamTracker(start, clock=time.monotonic_ns), _Quiet()))
-        for _ in http_body._iter_sync(iter(chunks), obs):
-            pass
+        observed(chunks)
 
     def ref():
         for _ in iter(chunks):
