@@ -44,7 +44,6 @@ from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
 logger = logging.getLogger("otelstream")
 
 
-
 class _Ended:
     """Metrics thread: a stream that ended; its report is assembled there (unless ``report_of`` asked first)."""
 
