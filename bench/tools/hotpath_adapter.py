@@ -43,7 +43,7 @@ class _NullListener:
 VARIANTS = {
     "as-is": "",
     "no-pulling": "async: the task running a pull not looked up per pull (observing.py: task_identity)",
-    "no-comments": "the body's comment lines not counted (ending.py: _comments)",
+    "no-comments": "the body's comment lines not counted (ending.py: _read_sync, _read_async)",
     "no-body-layer": "no generator around the body's chunks (ending.py: _read_sync / _read_async)",
 }
 

@@ -102,13 +102,25 @@ class _AsyncBody(_BodyBase):
 
 def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
     """The body's chunks, passed on unchanged. In a body not content-encoded, the SSE comment lines (``: keepalive``)
-    are counted here: the SDKs' decoders drop them. While it waits for the body's next chunk, this generator is on
-    the stack (``observing.inside_pull`` looks for it there)."""
+    are counted here: the SDKs' decoders drop them. A comment line begins after LF or a bare CR, or at the chunk's
+    start when the last chunk ended a line: byte searches, no parsing, written out in both readers because a call
+    per chunk costs about as much as the searches. While it waits for the body's next chunk, this generator is on
+    the stack (``inside_pull`` looks for it there)."""
     tracker = call.tracker
     line_start = True
     for chunk in body:
         if plain and chunk:
-            line_start = _comments(tracker, chunk, line_start)
+            try:
+                found = chunk.count(b"\n:")  # a method call costs more than the scan: one, over the whole chunk
+                if 13 in chunk:  # a bare CR ends a line too: rare, and a memchr is cheap
+                    found += chunk.count(b"\r:")
+                if line_start and chunk[0] == 0x3A:  # ':'
+                    found += 1
+                if found:
+                    tracker.keepalive(found, tracker.clock())
+                line_start = chunk[-1] in (0x0A, 0x0D)
+            except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
+                _guard.report("adapters.keepalives", exc)
         yield chunk
 
 
@@ -119,29 +131,23 @@ async def _read_async(body: Any, call: Call, plain: bool) -> AsyncIterator[bytes
     try:
         async for chunk in chunks:
             if plain and chunk:
-                line_start = _comments(tracker, chunk, line_start)
+                try:  # as in _read_sync
+                    found = chunk.count(b"\n:")
+                    if 13 in chunk:
+                        found += chunk.count(b"\r:")
+                    if line_start and chunk[0] == 0x3A:
+                        found += 1
+                    if found:
+                        tracker.keepalive(found, tracker.clock())
+                    line_start = chunk[-1] in (0x0A, 0x0D)
+                except Exception as exc:
+                    _guard.report("adapters.keepalives", exc)
             yield chunk
     finally:
         # the body's own iterator is closed here, in this task, rather than left to asyncio's finalizer
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
-
-
-def _comments(tracker: Any, chunk: bytes, line_start: bool) -> bool:
-    """Count the comment lines that begin in ``chunk`` (a line begins after LF or a bare CR, or at the chunk's start
-    when the last chunk ended a line): byte searches, no parsing. Returns whether ``chunk`` ends a line."""
-    try:
-        found = chunk.count(b"\n:")  # a method call costs more than the scan: one call, over the whole chunk
-        if 13 in chunk:  # a bare CR ends a line too: rare, and a memchr is cheap
-            found += chunk.count(b"\r:")
-        if line_start and chunk[0] == 0x3A:  # ':'
-            found += 1
-        if found:
-            tracker.keepalive(found, tracker.clock())
-    except Exception as exc:  # our bug: never changes what the caller reads (re-raised in strict mode)
-        _guard.report("adapters.keepalives", exc)
-    return chunk[-1] in (0x0A, 0x0D)
 
 
 def inside_pull(call: Call, frame: FrameType | None) -> bool:

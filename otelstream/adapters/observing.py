@@ -1,6 +1,7 @@
 """The observing generators (the hot path): around the SDK's own ``__stream__`` generator, each pull is timed, each
-item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended (``_StreamEnd``).
-The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` / ``observe_async``.
+item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended
+(``stream_ended``). The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` /
+``observe_async``.
 
 Around the SDK's SSE decoder (``_iter_events``, both SDKs) ``tap_sync`` / ``tap_async`` stamp each frame as it is
 decoded and keep it: nothing of the frame is read per event. A frame the SDK built no item from (its stamp still
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from types import TracebackType
 from typing import Any
 
 from otelstream import _guard
@@ -26,11 +26,11 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
-    ended (``_StreamEnd``). While a pull runs, this generator is on the stack of the thread running it: a close of
+    ended (``stream_ended``). While a pull runs, this generator is on the stack of the thread running it: a close of
     the body made by that pull is the stream's own (``ending.inside_pull``)."""
     tracker = call.tracker
     clock = tracker.clock
-    with _StreamEnd(call, classify):
+    try:
         tracker.first_pull(clock())
         for item in gen:
             try:
@@ -39,6 +39,10 @@ def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterat
                 _guard.report("adapters.event", exc)
             yield item
             tracker.t_pull = clock()
+    except BaseException as exc:
+        stream_ended(call, exc, classify)
+        raise
+    stream_ended(call, None, classify)
 
 
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
@@ -48,7 +52,7 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
     tracker = call.tracker
     clock = tracker.clock
     whoami = task_identity()
-    with _StreamEnd(call, classify):
+    try:
         call.pulling = whoami()
         tracker.first_pull(clock())
         async for item in agen:
@@ -60,6 +64,10 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifi
             yield item
             call.pulling = whoami()
             tracker.t_pull = clock()
+    except BaseException as exc:
+        stream_ended(call, exc, classify)
+        raise
+    stream_ended(call, None, classify)
 
 
 def current_task() -> object:
@@ -133,30 +141,20 @@ def frame_dropped(call: Call) -> None:
         _guard.report("adapters.frame", exc)
 
 
-class _StreamEnd:
-    """Around the body of an observing generator: how the body ends is how the stream ended. ``GeneratorExit``: the
-    generator was closed, which happens only when the caller's stream is collected (``Stream.close()`` closes the
-    body, not the generator: research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other
-    exception, classified (``end_with``); running out, ``eof``. Never swallows anything."""
-
-    __slots__ = ("call", "classify")
-
-    def __init__(self, call: Call, classify: Classifier) -> None:
-        self.call = call
-        self.classify = classify
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self.call.tracker.t_frame:  # the last frame made no item: openai's loop stops at `[DONE]`
-            frame_dropped(self.call)
-        if exc is None:
-            finish(self.call, "eof")
-        elif isinstance(exc, GeneratorExit):
-            finish(self.call, "gc")
-        else:
-            end_with(self.call, exc, self.classify)
+def stream_ended(call: Call, exc: BaseException | None, classify: Classifier) -> None:
+    """How an observing generator's body ended is how the stream ended. ``GeneratorExit``: the generator was closed,
+    which happens only when the caller's stream is collected (``Stream.close()`` closes the body, not the generator:
+    research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other exception, classified
+    (``end_with``); running out, ``eof``. The caller re-raises: nothing is ever swallowed. A plain ``try`` rather
+    than a context manager: its object and bound ``__exit__`` would be held for the stream's whole life."""
+    if call.tracker.t_frame:  # the last frame made no item: openai's loop stops at `[DONE]`
+        frame_dropped(call)
+    if exc is None:
+        finish(call, "eof")
+    elif isinstance(exc, GeneratorExit):
+        finish(call, "gc")
+    else:
+        end_with(call, exc, classify)
 
 
 def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:

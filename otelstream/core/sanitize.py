@@ -35,15 +35,22 @@ def is_clean(value: str, limit: int = names.MAX_TEXT_LENGTH) -> bool:
     return len(value) <= limit and value.isprintable()
 
 
+# what needs no cleaning: most of a report's attributes are numbers
+_PLAIN = frozenset({int, float, bool})
+_SEQUENCES = (tuple, list)
+
+
 def clean_attributes(attributes: MutableMapping[str, Any], limit: int = names.MAX_TEXT_LENGTH) -> None:
     """Clean, in place, every string value and every string in a tuple or list value of a span attribute dict."""
     dirty: list[tuple[str, Any]] = []
     for key, value in attributes.items():
         # inlined is_clean: this runs for every attribute of every span (about 30 per stream)
+        if type(value) in _PLAIN:
+            continue
         if isinstance(value, str):
             if len(value) > limit or not value.isprintable():
                 dirty.append((key, clean_text(value, limit)))
-        elif isinstance(value, tuple | list) and not all(is_clean(v, limit) for v in value if isinstance(v, str)):
+        elif isinstance(value, _SEQUENCES) and not all(is_clean(v, limit) for v in value if isinstance(v, str)):
             dirty.append((key, tuple(clean_text(v, limit) if isinstance(v, str) else v for v in value)))
     for key, value in dirty:  # after the walk: a dict must not change while it is iterated
         attributes[key] = value

@@ -37,7 +37,6 @@ class StreamHandle:
     """
 
     __slots__ = (
-        "__weakref__",
         "_live_stalls",
         "ended",
         "events_left",

@@ -119,8 +119,9 @@ class SpanSink:
             # a broken tracer or span processor must cost the span only: metrics still need a handle
             _guard.report("export.span_start", exc)
             span = trace.INVALID_SPAN
+        # anchored at the request (one line through the same two clock readings): the handle keeps start's own int
         return StreamHandle(
-            span, start, tracker, labels, wall_now, mono_now, internal,
+            span, start, tracker, labels, start_wall, t_request, internal,
             names.MAX_SPAN_EVENTS if self._span_events else 0, peer,
         )  # fmt: skip
 
