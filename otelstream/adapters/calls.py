@@ -186,7 +186,7 @@ def finish(call: Call, how: str, error_type: str | None = None, exc: BaseExcepti
     parent started is the parent's: whatever ends it here, nothing is reported."""
     if call.generation != _process.generation:
         return
-    with _guard.guard("adapters.finish"):
+    try:
         tracker = call.tracker
         if not tracker.conclude(how, error_type, exc=exc):
             return
@@ -196,6 +196,8 @@ def finish(call: Call, how: str, error_type: str | None = None, exc: BaseExcepti
             _WATCHED.pop(watcher, None)
         # the report is assembled by the listener's side (the export thread), or by report_of if asked first
         call.listener.stream_finished(tracker, tracker.handle)
+    except Exception as err:
+        _guard.report("adapters.finish", err)
 
 
 class _Watch(weakref.ref):  # type: ignore[type-arg]

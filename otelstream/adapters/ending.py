@@ -27,9 +27,11 @@ def body_closed(call: Call) -> None:
     if call.tracker.ended:
         return
     if call.observed != UNOBSERVED:
-        with _guard.guard("adapters.body_closed"):
+        try:
             if inside_pull(call, inspect.currentframe()):
                 return
+        except Exception as exc:
+            _guard.report("adapters.body_closed", exc)
     finish(call, "close")
 
 
@@ -37,7 +39,7 @@ def bind_response(call: Call, response: Any) -> None:
     """Wrap ``response.stream`` (an ``httpx2`` or ``httpx`` response) to see every close of the body, by any path
     (research §1.4 #3: the openai helpers close ``_response`` directly, so patching ``Stream.close`` would miss
     them)."""
-    with _guard.guard("adapters.bind_response"):
+    try:
         tracker = call.tracker
         if not tracker.t_handed:  # the stream (or the raw response it is parsed from) reaches the caller now
             tracker.t_handed = tracker.clock()
@@ -54,6 +56,8 @@ def bind_response(call: Call, response: Any) -> None:
             if encoding and encoding.strip().lower() != "identity":
                 wrapped._otelstream_plain = False  # type: ignore[attr-defined]  # compressed: comments uncountable
             response.stream = wrapped
+    except Exception as exc:
+        _guard.report("adapters.bind_response", exc)
 
 
 class _BodyBase:

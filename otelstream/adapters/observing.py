@@ -160,8 +160,10 @@ def stream_ended(call: Call, exc: BaseException | None, classify: Classifier) ->
 def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
     how: str = "transport_error"
     error_type: str | None = None
-    with _guard.guard("adapters.classify"):
+    try:
         how, error_type = classify(exc)
+    except Exception as err:
+        _guard.report("adapters.classify", err)
     finish(call, how, error_type, exc)
 
 
@@ -172,8 +174,10 @@ def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, whe
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
-        with _guard.guard(where):
+        try:
             call = take(instance)
+        except Exception as exc:
+            _guard.report(where, exc)
         if call is None:
             return wrapped(*args, **kwargs)
         call.observed = OBSERVED

@@ -25,19 +25,22 @@ def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, 
     attempts), report ``http_error`` when no stream comes of it, and hand the result to ``after``. ``scopes``: the
     sync and the async streams' patch scopes (``begin_call``)."""
     sync_scopes, async_scopes = (scopes[0],), (scopes[1],)
-    guard = _guard.guard(where)
 
     def sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
-        with guard:
+        try:
             call = begin(instance, args, kwargs, sync_scopes)
+        except Exception as exc:
+            _guard.report(where, exc)
         token = CURRENT.set(call)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
             if call is not None:
-                with guard:
+                try:
                     fail_unbound(call, exc)
+                except Exception as err:
+                    _guard.report(where, err)
             raise
         finally:
             CURRENT.reset(token)
@@ -47,15 +50,19 @@ def request_wrappers(begin: Begin, after: After, where: str, scopes: tuple[str, 
 
     async def async_(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = None
-        with guard:
+        try:
             call = begin(instance, args, kwargs, async_scopes)
+        except Exception as exc:
+            _guard.report(where, exc)
         token = CURRENT.set(call)
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:
             if call is not None:
-                with guard:
+                try:
                     fail_unbound(call, exc)
+                except Exception as err:
+                    _guard.report(where, err)
             raise
         finally:
             CURRENT.reset(token)
@@ -85,9 +92,6 @@ def fail_unbound(call: Call, exc: BaseException) -> None:
         finish(call, "http_error", error_type, exc)
 
 
-_HTTP_SEND, _RATELIMITS = _guard.guard("adapters.http_send"), _guard.guard("adapters.ratelimits")
-
-
 def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``httpx2.Client.send`` / ``AsyncClient.send``: while an SDK send path of one of our calls runs (``sending``),
     the request leaves here, after the SDK prepared it (anthropic signs or refreshes a token in ``_prepare_request``,
@@ -97,9 +101,11 @@ def http_send(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     call = CURRENT.get()
     if call is None or not call.sending or call.bound:
         return wrapped(*args, **kwargs)
-    with _HTTP_SEND:
+    try:
         tracker = call.tracker
         tracker.t_request = tracker.t_last_ns = RUNTIME.clock()
+    except Exception as exc:
+        _guard.report("adapters.http_send", exc)
     result = wrapped(*args, **kwargs)
     if inspect.iscoroutine(result):
         return _headroom_when_sent(result, call)
@@ -115,8 +121,10 @@ async def _headroom_when_sent(sending: Any, call: Call) -> Any:
 
 def _keep_headroom(call: Call, response: Any) -> None:
     """Each attempt's answer replaces the last one's numbers (a 429 that the SDK retried is not the headroom now)."""
-    with _RATELIMITS:
+    try:
         call.tracker.ratelimits = ratelimits_of(response)
+    except Exception as exc:
+        _guard.report("adapters.ratelimits", exc)
 
 
 # names.RATELIMIT_HEADERS by the lower-cased bytes an httpx/httpx2 ``Headers.raw`` holds

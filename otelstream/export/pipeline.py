@@ -87,6 +87,7 @@ class _ConnClosed:
 _SpanItem = _SpanEnd | _Orphan | _ConnClosed
 # What a failed stream_started/activate returns: adapters pass it back, every method ignores it.
 _NO_HANDLE: object = None
+_HANDLES = (StreamHandle, ConnectionHandle)
 _DROP_WARNING_EVERY_S = 60.0  # one warning per minute at most: a full queue must not also flood the logs
 
 
@@ -179,39 +180,50 @@ class Pipeline:
         self._last_drop_warning = -_DROP_WARNING_EVERY_S
 
     # --- StreamListener: caller's thread -------------------------------------------------------------------
-    @_guard.guarded("export.stream_started", _NO_HANDLE)
+    # Per stream, each guarded by a plain try: ``_guard.guarded``'s wrapper frame costs more than the method itself.
     def stream_started(self, start: StreamStart, tracker: Tracked, parent: object | None = None) -> object:
-        labels = self.labels.at_start(start, self.schema.attribute_keys)
-        handle = self.spans.start(start, tracker, labels, parent)
-        if not self._shut:
-            self.live.add(handle)
-            self.watchdog.ensure_started()
-        return handle
+        try:
+            labels = self.labels.at_start(start, self.schema.attribute_keys)
+            handle = self.spans.start(start, tracker, labels, parent)
+            if not self._shut:
+                self.live.add(handle)
+                self.watchdog.ensure_started()
+            return handle
+        except Exception as exc:
+            _guard.report("export.stream_started", exc)
+            return _NO_HANDLE
 
-    @_guard.guarded("export.activate", _NO_HANDLE)
     def activate(self, handle: object) -> object:
-        if not isinstance(handle, StreamHandle | ConnectionHandle):
-            return None
-        return otel_context.attach(trace.set_span_in_context(handle.span))
+        try:
+            if not isinstance(handle, _HANDLES):
+                return None
+            return otel_context.attach(trace.set_span_in_context(handle.span))
+        except Exception as exc:
+            _guard.report("export.activate", exc)
+            return _NO_HANDLE
 
-    @_guard.guarded("export.deactivate", None)
     def deactivate(self, token: object) -> None:
-        if token is not None:
-            otel_context.detach(token)  # type: ignore[arg-type]
+        try:
+            if token is not None:
+                otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception as exc:
+            _guard.report("export.deactivate", exc)
 
-    @_guard.guarded("export.stream_finished", None)
     def stream_finished(self, ended: Ended, handle: object) -> None:
-        if not isinstance(handle, StreamHandle) or handle.finished or handle.inherited:
-            # exactly one report per stream: a second call (or a foreign handle) is ignored; so is, in a forked
-            # child, a stream of the parent's (the parent reports it)
-            return
-        handle.finished = True
-        # queue first, then leave the live set: a retired pipeline shuts down once the live set is empty, and its
-        # shutdown drains the queue, so the report must already be in it
-        queued = self.dispatcher.submit(_Ended(ended, handle))
-        self.live.discard(handle)
-        if not queued:
-            self._count_drop(handle)
+        try:
+            if not isinstance(handle, StreamHandle) or handle.finished or handle.inherited:
+                # exactly one report per stream: a second call (or a foreign handle) is ignored; so is, in a forked
+                # child, a stream of the parent's (the parent reports it)
+                return
+            handle.finished = True
+            # queue first, then leave the live set: a retired pipeline shuts down once the live set is empty, and
+            # its shutdown drains the queue, so the report must already be in it
+            queued = self.dispatcher.submit(_Ended(ended, handle))
+            self.live.discard(handle)
+            if not queued:
+                self._count_drop(handle)
+        except Exception as exc:
+            _guard.report("export.stream_finished", exc)
 
     @_guard.guarded("export.connection_opened", _NO_HANDLE)
     def connection_opened(self, server_address: str | None, server_port: int | None) -> object:

@@ -126,11 +126,8 @@ def _body_error_type(exc: BaseException) -> str | None:
 
 
 # --- the call ---------------------------------------------------------------------------------------------
-_AFTER_REQUEST, _ATTEMPT = _guard.guard("anthropic.after_request"), _guard.guard("anthropic.attempt")
-
-
 def _after_request(call: Call, result: Any) -> None:
-    with _AFTER_REQUEST:
+    try:
         if call.bound:
             return
         http = getattr(result, "http_response", None)
@@ -140,6 +137,8 @@ def _after_request(call: Call, result: Any) -> None:
             watch(call, result)
         else:
             _late_bind(call, result)
+    except Exception as exc:
+        _guard.report("anthropic.after_request", exc)
 
 
 _request_sync, _request_async = request_wrappers(
@@ -177,12 +176,14 @@ def _attempt_enter(call: Call) -> object:
 
 
 def _attempt_exit(call: Call, token: object, result: Any) -> None:
-    with _ATTEMPT:
+    try:
         call.listener.deactivate(token)
         response = result[0] if isinstance(result, tuple) and result else None
         ext = getattr(request_of(response), "extensions", None) if response is not None else None
         if type(ext) is dict:
             ext[KEY] = call  # so a Stream built later by .parse() finds its call
+    except Exception as exc:
+        _guard.report("anthropic.attempt", exc)
 
 
 def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -190,8 +191,10 @@ def _attempt_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: di
     if call is None or call.bound:
         return wrapped(*args, **kwargs)
     token: object = None
-    with _ATTEMPT:
+    try:
         token = _attempt_enter(call)
+    except Exception as exc:
+        _guard.report("anthropic.attempt", exc)
     result: Any = None
     call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it
     try:
@@ -207,8 +210,10 @@ async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwa
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token: object = None
-    with _ATTEMPT:
+    try:
         token = _attempt_enter(call)
+    except Exception as exc:
+        _guard.report("anthropic.attempt", exc)
     result: Any = None
     call.sending += 1  # the request leaves at httpx2's send, after the SDK prepared (maybe signed) it
     try:
@@ -222,8 +227,10 @@ async def _attempt_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwa
 # --- the Stream -----------------------------------------------------------------------------------------
 def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     result = wrapped(*args, **kwargs)
-    with _guard.guard("anthropic.stream_init"):
+    try:
         _bind(instance)
+    except Exception as exc:
+        _guard.report("anthropic.stream_init", exc)
     return result
 
 

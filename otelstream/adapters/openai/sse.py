@@ -175,13 +175,10 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
-_AFTER_REQUEST, _SEND = _guard.guard("openai.after_request"), _guard.guard("openai.send")
-
-
 def _after_request(call: Call, result: Any) -> None:
     """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
     by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
-    with _AFTER_REQUEST:
+    try:
         if call.bound:
             return
         http = getattr(result, "http_response", None)
@@ -191,6 +188,8 @@ def _after_request(call: Call, result: Any) -> None:
             watch(call, result)
         else:
             _late_bind(call, result)
+    except Exception as exc:
+        _guard.report("openai.after_request", exc)
 
 
 _request_sync, _request_async = request_wrappers(
@@ -239,18 +238,22 @@ def _send_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         return wrapped(*args, **kwargs)
     outer = False
     token = None
-    with _SEND:
+    try:
         outer = _send_enter(call, args, kwargs)
         if outer:
             token = call.listener.activate(call.tracker.handle)
+    except Exception as exc:
+        _guard.report("openai.send", exc)
     call.sending += 1
     try:
         return wrapped(*args, **kwargs)
     finally:
         call.sending -= 1
         if token is not None:
-            with _SEND:
+            try:
                 call.listener.deactivate(token)
+            except Exception as exc:
+                _guard.report("openai.send", exc)
 
 
 async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -258,17 +261,21 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
     if call is None or call.bound:
         return await wrapped(*args, **kwargs)
     token = None
-    with _SEND:
+    try:
         if _send_enter(call, args, kwargs):
             token = call.listener.activate(call.tracker.handle)
+    except Exception as exc:
+        _guard.report("openai.send", exc)
     call.sending += 1
     try:
         return await wrapped(*args, **kwargs)
     finally:
         call.sending -= 1
         if token is not None:
-            with _SEND:
+            try:
                 call.listener.deactivate(token)
+            except Exception as exc:
+                _guard.report("openai.send", exc)
 
 
 # --- the Stream -----------------------------------------------------------------------------------------
@@ -314,12 +321,14 @@ def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwarg
 
 def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     result = wrapped(*args, **kwargs)
-    with _guard.guard("openai.response_stream"):
+    try:
         after = kwargs.get("starting_after")
         raw = kwargs.get("raw_stream")
         call = call_on(raw) if raw is not None else None
         if type(after) is int and call is not None:
             call.tracker.client_filter_after = after
+    except Exception as exc:
+        _guard.report("openai.response_stream", exc)
     return result
 
 
