@@ -180,7 +180,7 @@ class Pipeline:
         self._last_drop_warning = -_DROP_WARNING_EVERY_S
 
     # --- StreamListener: caller's thread -------------------------------------------------------------------
-    # Per stream, each guarded by a plain try: ``_guard.guarded``'s wrapper frame costs more than the method itself.
+    # Per stream, each guarded by a plain try: ``_guard.guarded``'s wrapper adds a frame and argument packing.
     def stream_started(self, start: StreamStart, tracker: Tracked, parent: object | None = None) -> object:
         try:
             labels = self.labels.at_start(start, self.schema.attribute_keys)
