@@ -170,6 +170,7 @@ SEQUENCE_ANOMALY_BY_KIND: Final = {
 MAX_REPORTED_ANOMALIES: Final = 32  # a report lists at most this many; counts stay exact
 MAX_SPAN_EVENTS: Final = 16
 MAX_RECORDED_STALLS: Final = 8
+MAX_COUNT: Final = 2**63 - 1  # a token count beyond cannot be exported (OTLP and Prometheus: int64 / float64)
 
 # --- text on telemetry (otelstream/core/sanitize.py) ---------------------------------------------------
 # Every string from the caller or the server (models, ids, finish reasons, error codes, anomaly details) is cut to

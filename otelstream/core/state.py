@@ -39,7 +39,7 @@ _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 MAX_CHOICES = 128
 _MAX_ERROR_TYPE_LEN = 64
-_INT64_MAX = 2**63 - 1  # counts beyond this cannot be exported (OTLP and Prometheus encode int64 / float64)
+_INT64_MAX = names.MAX_COUNT
 
 class Rare:
     """The fields only rare events and the end write (errors, finishes, stalls, anomalies, the end itself): a side

@@ -28,7 +28,7 @@ from otelstream.core.protocols._fields import (
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
-_INT64_MAX = 2**63 - 1  # as the state's token check: counts beyond cannot be exported
+_INT64_MAX = names.MAX_COUNT  # as the state's token check
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 _ERROR_REASONS = frozenset(names.ERROR_FINISH_REASONS)
 # docs/telemetry.md: an aborted generation is the server's failure; recorded as the type of the error it stands for

@@ -36,7 +36,7 @@ _PAYLOAD = {
     "citations_delta": ("citation", DELTA),
 }
 _NO_PAYLOAD = (None, OTHER)
-_INT64_MAX = 2**63 - 1  # as the state's token check: counts beyond cannot be exported
+_INT64_MAX = names.MAX_COUNT  # as the state's token check
 _COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn"})
 _INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
 _OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})

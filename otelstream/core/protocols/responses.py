@@ -108,7 +108,7 @@ _KIND.update(
     }
 )
 KNOWN_TYPES = frozenset(_KIND)
-_INT64_MAX = 2**63 - 1  # as the state's token check: counts beyond cannot be exported
+_INT64_MAX = names.MAX_COUNT  # as the state's token check
 
 
 def observe_responses(t: StreamState, d: dict[str, Any], name: object, ev: object = None) -> int:
