@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from otelstream import _guard, names
@@ -139,42 +139,39 @@ def ratelimits_of(response: Any) -> tuple[RateLimit, ...]:
         if getattr(headers, "encoding", None) == "ascii":
             raw = headers.raw
             if type(raw) is list:
-                return _ratelimits_raw(raw)
+                return _limits(_sent_raw(raw))
         items = headers.items()
     except Exception:
         return ()
-    found: dict[str, list[float | None]] = {}
+    sent = []
     for key, value in items:
         spec = names.RATELIMIT_HEADERS.get(key.lower() if isinstance(key, str) else key)
-        if spec is None:
-            continue
-        number = _number(value)
-        if number is not None:
-            pair = found.setdefault(spec[0], [None, None])
-            pair[0 if spec[1] else 1] = number
-    return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
+        if spec is not None:
+            sent.append((spec, value))
+    return _limits(sent)
 
 
-def _ratelimits_raw(raw: list[tuple[bytes, bytes]]) -> tuple[RateLimit, ...]:
-    """``ratelimits_of`` over the raw byte pairs of all-ASCII headers (then bytes and text lower-case alike), without
-    ``items()`` decoding and merging every header of the answer: once per attempt, on the caller's thread. Only
-    the few names looked for are decoded. A name sent twice reads as ``items()`` joins it ("a, b"): not a number."""
+def _sent_raw(raw: list[tuple[bytes, bytes]]) -> list[tuple[tuple[str, bool], str]]:
+    """The rate-limit headers among the raw byte pairs of all-ASCII headers (then bytes and text lower-case alike),
+    without ``items()`` decoding and merging every header of the answer: once per attempt, on the caller's thread.
+    Only the few names looked for are decoded. A name sent twice reads as ``items()`` joins it ("a, b"): not a
+    number, so it is left out."""
     hits: dict[bytes, bytes | None] = {}
     for key, value in raw:
         key = key.lower()
         if key in _RATELIMIT_RAW:
             hits[key] = None if key in hits else value
-    if not hits:
-        return ()
+    return [(_RATELIMIT_RAW[name], value.decode("ascii")) for name, value in hits.items() if value is not None]
+
+
+def _limits(sent: Iterable[tuple[tuple[str, bool], object]]) -> tuple[RateLimit, ...]:
+    """One ``RateLimit`` per kind from (its ``names.RATELIMIT_HEADERS`` spec, the header's value) pairs."""
     found: dict[str, list[float | None]] = {}
-    for name, sent in hits.items():
-        if sent is None:
-            continue
-        number = _number(sent.decode("ascii"))
+    for (kind, remaining), value in sent:
+        number = _number(value)
         if number is not None:
-            spec = _RATELIMIT_RAW[name]
-            pair = found.setdefault(spec[0], [None, None])
-            pair[0 if spec[1] else 1] = number
+            pair = found.setdefault(kind, [None, None])
+            pair[0 if remaining else 1] = number  # (remaining, limit)
     return tuple(RateLimit(kind, pair[0], pair[1]) for kind, pair in found.items())
 
 
