@@ -58,3 +58,13 @@ def inband_error(tracker: StreamState, err: object) -> None:
     """An ``{"error": …}`` object after HTTP 200 (any surface)."""
     tracker.error_seen(error_fields(err))
     tracker.outcome_seen(names.ERROR, terminal=True)
+
+
+def name_response(tracker: StreamState, f: dict[str, Any]) -> None:
+    """The response's id and model from ``f`` (a chunk, a message, a response object): the first non-empty values."""
+    rid = f.get("id")
+    if isinstance(rid, str) and rid and tracker.response_id is None:
+        tracker.response_id = rid[:128]
+    model = f.get("model")
+    if isinstance(model, str) and model and tracker.response_model is None:
+        tracker.response_model = model[:128]

@@ -22,6 +22,7 @@ from otelstream.core.protocols._fields import (
     extra,
     fields,
     inband_error,
+    name_response,
     nonempty,
 )
 
@@ -106,12 +107,7 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: object, ev: object = N
             return KEEPALIVE
     if t.response_id is None or t.response_model is None:
         # the first non-empty values: Azure's first chunk (prompt_filter_results) has id and model ""
-        rid = d.get("id")
-        if isinstance(rid, str) and rid and t.response_id is None:
-            t.response_id = rid[:128]
-        model = d.get("model")
-        if isinstance(model, str) and model and t.response_model is None:
-            t.response_model = model[:128]
+        name_response(t, d)
         # read here, until the chunks named the response: every chunk repeats them, none needs reading per event
         tier = d.get("service_tier")
         if isinstance(tier, str) and tier:

@@ -23,6 +23,7 @@ from otelstream.core.protocols._fields import (
     event_name,
     fields,
     inband_error,
+    name_response,
 )
 
 if TYPE_CHECKING:
@@ -78,12 +79,7 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: object, ev: object
     if typ == "message_start":
         message = fields(d.get("message"))
         # the first non-empty values: a second message_start does not rename the response
-        rid = message.get("id")
-        if isinstance(rid, str) and rid and t.response_id is None:
-            t.response_id = rid[:128]
-        model = message.get("model")
-        if isinstance(model, str) and model and t.response_model is None:
-            t.response_model = model[:128]
+        name_response(t, message)
         _usage(t, message.get("usage"))
         return OTHER
     if typ == "message_delta":

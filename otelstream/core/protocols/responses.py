@@ -21,6 +21,7 @@ from otelstream.core.protocols._fields import (
     extra,
     fields,
     inband_error,
+    name_response,
     nonempty,
 )
 
@@ -200,12 +201,7 @@ def _response(t: StreamState, response: object) -> None:
     if not r:
         return
     if t.response_id is None or t.response_model is None:  # the first non-empty values: once both are known, done
-        rid = r.get("id")
-        if isinstance(rid, str) and rid and t.response_id is None:
-            t.response_id = rid[:128]
-        model = r.get("model")
-        if isinstance(model, str) and model and t.response_model is None:
-            t.response_model = model[:128]
+        name_response(t, r)
     tier = r.get("service_tier")  # the created event says what was asked ("auto"), the terminal one what served it
     if isinstance(tier, str) and tier:
         t.service_tier = tier[:64]
