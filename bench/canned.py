@@ -4,7 +4,7 @@ Nothing here imports the SDKs, so the runner can import it cheaply. ``frames(sur
 ``bytes`` frames; ``expected_events(surface, deltas)`` how many parsed events the caller gets.
 
 ``http-chat`` and ``http-messages`` are the HTTP-level observer's surfaces: the Chat and Messages bodies read through
-a plain HTTP client that no SDK owns (``bench/worker_clients.py``), every ``data:`` payload but ``[DONE]`` parsed by the
+a plain HTTP client that no SDK owns (``bench/workers/clients.py``), every ``data:`` payload but ``[DONE]`` parsed by the
 caller, Messages' ping included.
 """
 

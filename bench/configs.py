@@ -6,7 +6,7 @@ Every configuration gets its own in-memory OTel exporters, and ``check()`` says 
 Anthropic's own tracing is on by default in anthropic 2.x whenever OpenTelemetry can give a tracer (even the no-op
 proxy one). So every configuration builds its Anthropic clients with ``open_telemetry=False`` except
 ``anthropic-builtin``, which gives it the in-memory tracer provider: each number measures one instrumentation alone.
-Anthropic 1.x neither traces itself nor takes the option (``bench/worker_clients.py`` leaves it out there).
+Anthropic 1.x neither traces itself nor takes the option (``bench/workers/clients.py`` leaves it out there).
 """
 
 from __future__ import annotations

@@ -12,19 +12,19 @@ memory run on both; the wall-clock stages (overhead, TTFD, scale) and the peers 
 
 Surfaces (``--surfaces``): the SDKs' four (responses, chat, completions, messages) and the HTTP-level observer's two,
 ``http-chat`` and ``http-messages``: the same Chat and Messages bodies read through a plain client of the HTTP library
-the set's openai reads with (httpx2; httpx for openai 2.x), which no SDK adapter owns (``bench/worker.py``; no peers).
+the set's openai reads with (httpx2; httpx for openai 2.x), which no SDK adapter owns (``bench/workers/main.py``; no peers).
 
-Every configuration runs in a fresh process (``bench/worker.py``, ``bench/scale.py``). Timing runs are interleaved
+Every configuration runs in a fresh process (``bench/workers/main.py``, ``bench/workers/scale.py``). Timing runs are interleaved
 (round r runs every configuration once, in an order rotated by r) and reported as the median of the per-process
 medians. ``bench/RESULTS.md`` is the record (with the command that made it); the raw figures go to
 ``bench/results.json``, which is not committed.
 """
 
 # This module is the command: its flags and the order of the stages (the docstring above is its --help). The rest of
-# the harness: the stages, run_timed.py (overhead, TTFD, scale) and run_pool.py (callgrind, run_cg.py, and memory,
-# run_memory.py, in one pool of processes); how workers are started, run_procs.py; the SDK sets, run_sdks.py;
-# --check and --write-baseline, run_gate.py. What runs inside a worker: worker*.py; the configurations: configs.py;
-# RESULTS.md: report*.py.
+# the harness, by job: runner/ drives the measured processes (timed.py: overhead, TTFD, scale; pool.py: callgrind,
+# callgrind.py, and memory, memory.py, in one pool of processes; procs.py: how workers start; sdks.py: the SDK sets;
+# gate.py: --check and --write-baseline); workers/ is what runs inside them (main.py, its commands, scale.py);
+# report/ renders RESULTS.md; configs.py and canned.py are the configurations and the bodies both sides share.
 
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import canned, configs
-from bench.run_gate import cg_check, write_baseline
-from bench.run_pool import bench_deterministic
-from bench.run_procs import HERE, ROOT, SNAPSHOT, log, probe_availability, take_snapshot
-from bench.run_sdks import SDKS, Sdk, machine
-from bench.run_timed import bench_overhead, bench_scale, bench_ttfd
+from bench.runner.gate import cg_check, write_baseline
+from bench.runner.pool import bench_deterministic
+from bench.runner.procs import HERE, ROOT, SNAPSHOT, log, probe_availability, take_snapshot
+from bench.runner.sdks import SDKS, Sdk, machine
+from bench.runner.timed import bench_overhead, bench_scale, bench_ttfd
 
 
 def main() -> None:
@@ -153,9 +153,9 @@ def main() -> None:
     log(f"wrote {a.out} in {res['seconds']:.0f} s")
     record = a.record if a.record is not None else only >= {"overhead", "cg", "memory", "scale", "ttfd"}
     if record:
-        from bench import report
+        from bench.report import record
 
-        report.write(res, os.path.join(HERE, "RESULTS.md"))
+        record.write(res, os.path.join(HERE, "RESULTS.md"))
         log("wrote bench/RESULTS.md")
 
 

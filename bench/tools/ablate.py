@@ -72,7 +72,9 @@ def _install(variant: str, surface: str):  # type: ignore[no-untyped-def]
 
 
 def child(variant: str, surface: str, streams: int, deltas: int) -> None:
-    from bench import canned, worker_cg, worker_clients
+    from bench import canned
+    from bench.workers import callgrind as worker_cg
+    from bench.workers import clients as worker_clients
 
     setup = _install(variant, surface)
     body = canned.frames(surface, deltas)

@@ -67,7 +67,8 @@ def _no_task() -> None:
 def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:
     import asyncio
 
-    from bench import configs, worker_clients
+    from bench import configs
+    from bench.workers import clients as worker_clients
     from otelstream import adapters
 
     _take_out(variant)

@@ -36,7 +36,8 @@ def _where(filename: str) -> str:
 
 
 def child(config: str, surface: str, mode: str) -> None:
-    from bench import canned, configs, worker_clients
+    from bench import canned, configs
+    from bench.workers import clients as worker_clients
 
     counts: collections.Counter[Key] = collections.Counter()
     on = False

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -71,6 +72,16 @@ def test_shutdown_drains_then_rejects() -> None:
     assert d.shutdown(5.0)
     assert seen == [0, 1, 2, 3, 4]
     assert not d.submit(99)
+
+
+def _eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Whether ``condition`` holds within ``timeout``, checked as often as the scheduler lets another thread run."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def _stuck(maxsize: int) -> tuple[Dispatcher, threading.Event, threading.Event]:
@@ -235,8 +246,9 @@ def test_bound_is_a_size_check_and_markers_are_never_refused() -> None:
     done: list[bool] = []
     flusher = threading.Thread(target=lambda: done.append(d.flush(5.0)))
     flusher.start()
-    time.sleep(0.05)
-    assert d.pending == 4  # the marker, behind the items
+    # the marker joins the items behind them: waited for on the queue itself, not for a guessed time
+    assert _eventually(lambda: d.pending == 4), f"the flush marker never queued: {d.pending} pending"
+    assert flusher.is_alive() and done == []  # and the flush still waits for the worker
     release.set()
     flusher.join(5.0)
     assert done == [True]

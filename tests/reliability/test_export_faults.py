@@ -34,15 +34,9 @@ from tests.support.instrumented import instrumented
 from tests.support.paths import FIXTURES
 from tests.support.raw_server import raw_server
 
-BODY = (FIXTURES / "responses-completed.sse").read_bytes() if (FIXTURES / "responses-completed.sse").exists() else b""
+BODY = (FIXTURES / "responses-completed.sse").read_bytes()  # committed: a missing one is an error, not a skip
 # the caller's stream must not wait for export: generous for a loaded CI box, far below any exporter timeout
 MAX_CALLER_S = 0.5
-
-
-@pytest.fixture(autouse=True)
-def _need_body() -> None:
-    if not BODY:
-        pytest.skip("tests/fixtures/streams/responses-completed.sse not present")
 
 
 @pytest.fixture

@@ -10,6 +10,9 @@ import functools
 import importlib
 import importlib.util
 import logging
+import os
+import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -209,22 +212,198 @@ def _private_names_read(path: Path, ours: set[str]) -> set[str]:
     return found
 
 
+def _listed_names() -> set[str]:
+    """Every identifier the inventory names, whole (a substring test would let ``_id`` pass inside ``stream_id``)."""
+    points: list[Fact | _patch.Patch] = [*inventory.patches(), *inventory.FACTS]
+    paths = " ".join(f"{p.path} {getattr(p, 'fallback', None) or ''}" for p in points)
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", paths))
+
+
+def _adapter_modules() -> list[Path]:
+    """Every module of the adapters package, its dependency subpackages (``adapters/openai/`` ...) included: the
+    SDK-private reads live there."""
+    return sorted(ADAPTERS.rglob("*.py"))
+
+
+def test_the_scan_covers_the_adapter_subpackages() -> None:
+    # a scan that stops at the top level would pass a read planted in any subpackage
+    every = {Path(folder) / name for folder, _, files in os.walk(ADAPTERS) for name in files if name.endswith(".py")}
+    assert set(_adapter_modules()) == every
+    assert any(path.parent != ADAPTERS for path in every), "the SDK-private reads live in the subpackages"
+
+
 def test_every_private_name_the_adapters_read_is_in_the_inventory() -> None:
     ours = _our_names()
-    points = [*inventory.patches(), *inventory.FACTS]
-    listed = " ".join(f"{p.path} {getattr(p, 'fallback', None) or ''}" for p in points)
+    listed = _listed_names()
     unlisted = {
-        f"{path.name}: {name}"
-        for path in sorted(ADAPTERS.glob("*.py"))
+        f"{path.relative_to(ADAPTERS)}: {name}"
+        for path in _adapter_modules()
         for name in _private_names_read(path, ours)
         if name not in listed
     }
     assert not unlisted, f"taken from another library but not in adapters/inventory.py: {sorted(unlisted)}"
 
 
-def test_no_decision_compares_another_librarys_code_objects() -> None:
+# --- no decision from another library's code objects --------------------------------------------------------------
+# what a frame, a generator or a function shows of the code that runs: reading one of these makes a region of code
+# (a function, or the module's top level) a reader of code objects
+CODE_ATTRIBUTES = frozenset({
+    "__code__", "f_code", "co_name", "co_qualname", "co_filename", "co_firstlineno", "f_back", "f_lineno",
+    "gi_code", "ag_code", "cr_code", "gi_frame", "ag_frame", "cr_frame", "gi_yieldfrom", "cr_await", "ag_await",
+    "tb_frame",
+})  # fmt: skip
+FRAME_CALLS = frozenset({
+    ("sys", "_getframe"), ("inspect", "currentframe"), ("inspect", "stack"), ("inspect", "trace"),
+    ("inspect", "getframeinfo"), ("inspect", "getouterframes"), ("inspect", "getinnerframes"),
+    ("traceback", "walk_stack"), ("traceback", "extract_stack"), ("traceback", "walk_tb"),
+})  # fmt: skip
+LOOKUPS = frozenset({"get", "startswith", "endswith", "index", "find", "count", "__contains__", "pop"})
+
+
+def _reads_code(region: ast.AST) -> bool:
+    for node in ast.walk(region):
+        if isinstance(node, ast.Attribute) and node.attr in CODE_ATTRIBUTES:
+            return True
+        func = node.func if isinstance(node, ast.Call) else None
+        named = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+        if named and (func.value.id, func.attr) in FRAME_CALLS:  # type: ignore[union-attr]
+            return True
+    return False
+
+
+def _regions(tree: ast.Module) -> Iterator[ast.AST]:
+    """The innermost functions, and the module's top level without its functions and classes' methods."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield node
+    yield ast.Module(
+        body=[n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))],
+        type_ignores=[],
+    )
+
+
+def _compared_strings(region: ast.AST) -> Iterator[ast.Constant]:
+    """The string literals a region compares or looks up: operands of ``==``/``in``/``is`` (inside a tuple, list, set
+    or dict too), arguments of ``.get``/``.startswith``/..., and subscripts."""
+    operands: list[ast.AST] = []
+    for node in ast.walk(region):
+        if isinstance(node, ast.Compare):
+            operands += [node.left, *node.comparators]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOOKUPS:
+            operands += node.args
+        elif isinstance(node, ast.Subscript):
+            operands.append(node.slice)
+        elif isinstance(node, ast.Dict):  # a table consulted by name
+            operands += [k for k in node.keys if k is not None]
+    for operand in operands:
+        for inner in ast.walk(operand):
+            if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                yield inner
+
+
+def _module_tables(tree: ast.Module, region: ast.AST) -> list[ast.AST]:
+    """The module-level assignments whose names the region reads (the table ``_OURS.get(co_name)`` consults)."""
+    read = {n.id for n in ast.walk(region) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    tables: list[ast.AST] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id in read for t in targets):
+            tables.append(node)
+    return tables
+
+
+def _foreign_imports(tree: ast.Module) -> set[str]:
+    """The names this module binds to another library (neither otelstream nor the standard library)."""
+    ours = {"", "otelstream", *sys.stdlib_module_names}
+    foreign: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            foreign.update(
+                (alias.asname or alias.name).partition(".")[0]
+                for alias in node.names
+                if alias.name.partition(".")[0] not in ours
+            )
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").partition(".")[0] not in ours:
+            foreign.update(alias.asname or alias.name for alias in node.names)
+    return foreign
+
+
+def _own_definitions() -> set[str]:
+    """The names otelstream's own code carries: its functions, classes and their parameters (a frame of ours is
+    found by its function's name, a local of it by its parameter's). Variables are left out: one may hold another
+    library's module (``httpx = sys.modules.get("httpx")``)."""
+    found: set[str] = set()
+    modules: set[str] = set(sys.stdlib_module_names)
     for path in Path(otelstream.__file__).parent.rglob("*.py"):
-        assert "__code__" not in path.read_text(encoding="utf-8"), path
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(node.name)
+            elif isinstance(node, ast.arg):
+                found.add(node.arg)
+            elif isinstance(node, ast.Import):
+                modules.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules.add(node.module.partition(".")[0])
+    return found - modules
+
+
+def code_object_decisions(path: Path, own: set[str]) -> list[str]:
+    """Where ``path`` decides from code objects that are not otelstream's: in a region that reads frames or code
+    objects, a string compared or looked up that names nothing of otelstream's (``co_name == "iter_raw"``,
+    ``"httpx" in co_filename``), or a name bound to another library (``f_code is Response.iter_raw.__code__``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    foreign = _foreign_imports(tree)
+    found: list[str] = []
+    for region in _regions(tree):
+        if not _reads_code(region):
+            continue
+        where = getattr(region, "name", "<module>")
+        for part in [region, *_module_tables(tree, region)]:
+            found += [f"{where}:{c.lineno}: {c.value!r}" for c in _compared_strings(part) if c.value not in own]
+            found += [
+                f"{where}:{n.lineno}: {n.id} (another library)"
+                for n in ast.walk(part)
+                if isinstance(n, ast.Name) and n.id in foreign
+            ]
+        found += [
+            f"{where}:{n.lineno}: __code__"
+            for n in ast.walk(region)
+            if isinstance(n, ast.Attribute) and n.attr == "__code__"
+        ]
+    return found
+
+
+def test_no_decision_compares_another_librarys_code_objects() -> None:
+    # today's one reader, the adapters' close attribution, finds its own generators by their name and module globals
+    own = _own_definitions()
+    found = [
+        f"{path.relative_to(ADAPTERS.parent)}: {where}"
+        for path in sorted(Path(otelstream.__file__).parent.rglob("*.py"))
+        for where in code_object_decisions(path, own)
+    ]
+    assert not found, f"decisions from another library's code objects: {found}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(frame):\n    return frame.f_code.co_name == 'iter_raw'\n",
+        "def f(frame):\n    return 'httpx' in frame.f_back.f_code.co_filename\n",
+        "_SDK = {'iter_raw': 1}\ndef f(frame):\n    return _SDK.get(frame.f_code.co_name)\n",
+        "import httpx2\ndef f(frame):\n    return frame.f_code is httpx2.Response.iter_raw.__code__\n",
+        "import sys\ndef f():\n    return sys._getframe(1).f_code.co_name.startswith('iter_')\n",
+        "def f(gen):\n    return gen.gi_code.co_qualname.endswith('Stream.__stream__')\n",
+    ],
+)
+def test_the_code_object_check_finds(source: str, tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(source, encoding="utf-8")
+    assert code_object_decisions(planted, _own_definitions())
 
 
 # --- what a fact that does not hold does --------------------------------------------------------------------------

@@ -1,11 +1,11 @@
-"""``worker.py memory``: tracemalloc's heap per open stream, and what stays after the streams end."""
+"""``workers/main.py memory``: tracemalloc's heap per open stream, and what stays after the streams end."""
 
 from __future__ import annotations
 
 import gc
 
 from bench import canned, configs
-from bench.worker_clients import make_client, open_stream, run_sync
+from bench.workers.clients import make_client, open_stream, run_sync
 
 
 def cmd_memory(a) -> dict:
@@ -44,13 +44,24 @@ def cmd_memory(a) -> dict:
         setup.spans.clear()  # the in-memory exporter keeps spans by design: not otelstream's memory
     gc.collect()
     base2 = tracemalloc.get_traced_memory()[0]
-    for _ in range(a.total):
+    # the heap is read halfway too: a one-off change inside the run (a cache released, a lazy structure built) moves
+    # the whole-run figure by the same amount whatever N is; the second half, after it, shows what each stream keeps
+    first = a.total // 2
+    mid = base2
+    for n in range(a.total):
+        if n == first:
+            setup.flush()
+            if setup.spans is not None:
+                setup.spans.clear()
+            gc.collect()
+            mid = tracemalloc.get_traced_memory()[0]
         run_sync(client, a.surface)
     setup.flush()
     if setup.spans is not None:
         setup.spans.clear()
     gc.collect()
-    retained = tracemalloc.get_traced_memory()[0] - base2
+    end = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     return {"open_streams": a.open, "open_bytes_per_stream": open_bytes / a.open, "total_streams": a.total,
-            "retained_bytes": retained, "telemetry": setup.check()}  # fmt: skip
+            "retained_bytes": end - base2, "second_half_streams": a.total - first,
+            "second_half_retained_bytes": end - mid, "telemetry": setup.check()}  # fmt: skip

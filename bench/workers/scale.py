@@ -1,6 +1,6 @@
 """10 000 concurrent async streams through the project's fake provider (``otelstream/demo/provider.py``).
 
-    python bench/scale.py [--streams 10000 --tokens 10 --hold 5 --rounds 1]
+    python bench/workers/scale.py [--streams 10000 --tokens 10 --hold 5 --rounds 1]
 
 The provider runs in its own process (its CPU is not the client's). Each configuration (baseline, otelstream) runs in
 a fresh client process: first ``--single`` streams one after another (the single-stream figure), then ``--streams``
@@ -26,8 +26,7 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/workers/ -> the repo
 if ROOT not in sys.path:  # after $PYTHONPATH: the runner may put a committed snapshot of otelstream first
     sys.path.append(ROOT)
 

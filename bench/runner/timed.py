@@ -1,6 +1,6 @@
 """The wall-clock stages, each run alone (nothing else of the suite runs meanwhile): time added per event
 (interleaved rounds of timing workers), time to first delta against a scripted pause, and 10 000 concurrent streams
-(``bench/scale.py``)."""
+(``bench/workers/scale.py``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import statistics
 import subprocess
 
 from bench import configs
-from bench.run_procs import HERE, ROOT, ForkServers, log, run_worker, worker_env
-from bench.run_sdks import applicable, python
+from bench.runner.procs import HERE, ROOT, ForkServers, log, run_worker, worker_env
+from bench.runner.sdks import applicable, python
 
 MODES = ("sync", "async")
 
@@ -84,7 +84,7 @@ def bench_ttfd(a, avail: dict) -> dict:
 def bench_scale(a, avail: dict) -> dict:
     if not applicable("otelstream", "chat", avail):
         return {"error": "otelstream.instrument not available"}
-    cmd = [python(), os.path.join(HERE, "scale.py"), "--streams", str(a.scale_streams), "--rounds",
+    cmd = [python(), os.path.join(HERE, "workers", "scale.py"), "--streams", str(a.scale_streams), "--rounds",
            str(a.scale_rounds), "--configs", "baseline," + a.scale_config]  # fmt: skip
     log("scale: " + " ".join(cmd[1:]))
     p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=900, cwd=ROOT)

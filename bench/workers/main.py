@@ -1,14 +1,14 @@
 """One benchmark configuration in one fresh process. Prints one JSON object on its last stdout line.
 
-    python bench/worker.py time     CONFIG SURFACE MODE [--streams N --deltas D --warmup W]
-    python bench/worker.py cg       CONFIG SURFACE MODE [...]   # run under valgrind: brackets the measured phase
-    python bench/worker.py memory   CONFIG SURFACE [--open N --total N --tracing on|off]
-    python bench/worker.py ttfd     CONFIG SURFACE [--pause S]
-    python bench/worker.py serve    MODULE...                   # fork server: see serve()
+    python bench/workers/main.py time     CONFIG SURFACE MODE [--streams N --deltas D --warmup W]
+    python bench/workers/main.py cg       CONFIG SURFACE MODE [...]   # run under valgrind: brackets the measured phase
+    python bench/workers/main.py memory   CONFIG SURFACE [--open N --total N --tracing on|off]
+    python bench/workers/main.py ttfd     CONFIG SURFACE [--pause S]
+    python bench/workers/main.py serve    MODULE...                   # fork server: see serve()
 
 The runner (``bench/run.py``) starts these; they can be run by hand the same way. Each command is a module of its own
-(``bench/worker_time.py``, ``worker_cg.py``, ``worker_memory.py``, ``worker_ttfd.py``) over the streams of
-``bench/worker_clients.py``; this one parses the command line, lays out the heap and serves forks.
+(``bench/workers/timing.py``, ``callgrind.py``, ``memory.py``, ``ttfd.py``) over the streams of
+``bench/workers/clients.py``; this one parses the command line, lays out the heap and serves forks.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import json
 import os
 import sys
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/workers/ -> the repo
 if _ROOT not in sys.path:  # after $PYTHONPATH: the runner may put a committed snapshot of otelstream first
     sys.path.append(_ROOT)
 
 from bench import canned, configs  # noqa: E402
-from bench.worker_cg import cmd_cg  # noqa: E402
-from bench.worker_memory import cmd_memory  # noqa: E402
-from bench.worker_time import cmd_time  # noqa: E402
-from bench.worker_ttfd import cmd_ttfd  # noqa: E402
+from bench.workers.callgrind import cmd_cg  # noqa: E402
+from bench.workers.memory import cmd_memory  # noqa: E402
+from bench.workers.timing import cmd_time  # noqa: E402
+from bench.workers.ttfd import cmd_ttfd  # noqa: E402
 
 
 def main() -> None:
@@ -83,7 +83,7 @@ def pad_heap(n: int) -> None:
 
 # --- fork server --------------------------------------------------------------------------------------------
 def serve(preload: list[str]) -> None:
-    """``worker.py serve MODULE…``: import the given modules once, then for every request line on stdin
+    """``workers/main.py serve MODULE…``: import the given modules once, then for every request line on stdin
     (``{"argv": […], "stdout": path, "stderr": path, "timeout": s}``) fork a child that runs ``main()`` with that
     argv and its stdout/stderr in the two files, wait for it, and answer ``{"rc": …}`` on stdout.
 

@@ -1,4 +1,4 @@
-"""``worker.py ttfd``: one stream with a scripted pause before its first delta, and what the configuration's
+"""``workers/main.py ttfd``: one stream with a scripted pause before its first delta, and what the configuration's
 telemetry says the time to first delta was."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from bench import canned, configs
-from bench.worker_clients import make_client, open_stream, run_sync
+from bench.workers.clients import make_client, open_stream, run_sync
 
 _FIRST_DELTA_INDEX = {"responses": 4, "chat": 1, "completions": 0, "messages": 3}
 

@@ -1,5 +1,5 @@
-"""``worker.py cg``: the measured phases of one callgrind process, each closed by a dump that the process asks of
-callgrind itself; the runner's side (``bench/run_cg.py``) starts valgrind and reads the dumps."""
+"""``workers/main.py cg``: the measured phases of one callgrind process, each closed by a dump that the process asks of
+callgrind itself; the runner's side (``bench/runner/callgrind.py``) starts valgrind and reads the dumps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import gc
 import os
 
 from bench import canned, configs
-from bench.worker_clients import http_module, make_client, run_async, run_sync
+from bench.workers.clients import http_module, make_client, run_async, run_sync
 
 
 class Callgrind:

@@ -1,10 +1,10 @@
-"""The memory stage's jobs and figures: tracemalloc workers (``bench/worker_memory.py``), heap per open stream and
+"""The memory stage's jobs and figures: tracemalloc workers (``bench/workers/memory.py``), heap per open stream and
 retained after the streams end, each against the baseline."""
 
 from __future__ import annotations
 
-from bench.run_procs import run_worker
-from bench.run_sdks import SDKS, applicable
+from bench.runner.procs import run_worker
+from bench.runner.sdks import SDKS, applicable
 
 MEM_VARIANTS = (("baseline", "on"), ("otelstream", "off"), ("otelstream-default", "on"))
 
@@ -48,5 +48,10 @@ def mem_collect(a, got: dict) -> dict:
                     if base and "error" not in base:
                         row["added_open_bytes_per_stream"] = r["open_bytes_per_stream"] - base["open_bytes_per_stream"]
                         row["added_retained_bytes"] = r["retained_bytes"] - base["retained_bytes"]
+                        if "second_half_retained_bytes" in r and "second_half_retained_bytes" in base:
+                            row["second_half_streams"] = r["second_half_streams"]
+                            row["added_second_half_retained_bytes"] = (
+                                r["second_half_retained_bytes"] - base["second_half_retained_bytes"]
+                            )
                 rows.append(row)
     return {"rows": rows}

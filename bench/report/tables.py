@@ -1,4 +1,4 @@
-"""RESULTS.md's tables, one per stage, and the small formatters they share with the budgets (``report_budgets.py``)."""
+"""RESULTS.md's tables, one per stage, and the small formatters they share with the budgets (``budgets.py``)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,9 @@ def memory_table(mem: dict) -> list[str]:
             continue
         out.append(f"| {sdk} | {r['surface']} | {r['config']} | {r['tracing']} | {r['open_bytes_per_stream']:,.0f} | "
                    f"{fmt(r.get('added_open_bytes_per_stream'), ',.0f')} | {r['retained_bytes']:,} "
-                   f"(N={r['total_streams']:,}) | {fmt(r.get('added_retained_bytes'), ',.0f')} |")  # fmt: skip
+                   f"(N={r['total_streams']:,}) | {fmt(r.get('added_retained_bytes'), ',.0f')}"
+                   + (f" (last {r['second_half_streams']:,}: {r['added_second_half_retained_bytes']:,})"
+                      if "added_second_half_retained_bytes" in r else "") + " |")  # fmt: skip
     return out
 
 

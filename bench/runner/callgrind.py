@@ -1,5 +1,5 @@
 """The callgrind stage's jobs and figures: one valgrind process per SDK set, configuration and heap layout
-(``bench/worker_cg.py`` runs inside it and dumps each phase), and the split of each cell's dumps into a fixed cost
+(``bench/workers/callgrind.py`` runs inside it and dumps each phase), and the split of each cell's dumps into a fixed cost
 per stream and a marginal cost per event, otelstream's against its uninstrumented twin, medians over the layouts."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import statistics
 import tempfile
 
 from bench import configs
-from bench.run_procs import run_worker
-from bench.run_sdks import SDKS, Sdk, applicable
+from bench.runner.procs import run_worker
+from bench.runner.sdks import SDKS, Sdk, applicable
 
 
 def cg_one(sdk: Sdk, cfg: str, phases: list[tuple[str, str]], a, layout: int = 0) -> dict:
@@ -93,7 +93,7 @@ def cg_jobs(a) -> list[tuple[float, str, object]]:
     return jobs
 
 
-# types and interned names added per layout (worker.py --layout): otelstream's cells are the median over the first --cg-layouts
+# types and interned names added per layout (workers/main.py --layout): otelstream's cells are the median over the first --cg-layouts
 LAYOUT_PADS = (0, 157, 389, 61, 241)
 # the figures of a row that are medians over layouts (the rest are layout 0's)
 _MEDIAN_KEYS = ("added_ir_per_event", "added_marginal_ir_per_event", "added_fixed_ir_per_stream",

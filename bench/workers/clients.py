@@ -1,7 +1,7 @@
 """What a measured process streams through: a real SDK client (or, for the HTTP-level observer's surfaces, a plain
 HTTP client) over the HTTP library's MockTransport replaying a canned body, and the caller's loop that reads it.
 
-The worker's commands (``bench/worker.py``) and the diagnostics in ``bench/tools/`` build their streams here.
+The worker's commands (``bench/workers/main.py``) and the diagnostics in ``bench/tools/`` build their streams here.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ import tempfile
 import time
 
 from bench import configs
-from bench.run_sdks import SDKS, Sdk, python
+from bench.runner.sdks import SDKS, Sdk, python
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 ROOT = os.path.dirname(HERE)
 
 
@@ -56,7 +56,7 @@ def run_worker(args: list[str], timeout: float = 300, prefix: list[str] | None =
     if server is not None:
         rc, stdout, stderr = server.run(args, timeout)
     else:
-        cmd = [*(prefix or []), (sdk or SDKS[0]).python, os.path.join(HERE, "worker.py"), *args]
+        cmd = [*(prefix or []), (sdk or SDKS[0]).python, os.path.join(HERE, "workers", "main.py"), *args]
         p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), timeout=timeout, cwd=ROOT)
         rc, stdout, stderr = p.returncode, p.stdout, p.stderr
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
@@ -70,11 +70,11 @@ PRELOAD = {"openai": ("httpx2", "openai"), "anthropic": ("httpx2", "anthropic"),
 
 
 class ForkServer:
-    """``worker.py serve``: one process per SDK that has imported ``httpx2`` and the SDK once and forks a fresh
+    """``workers/main.py serve``: one process per SDK that has imported ``httpx2`` and the SDK once and forks a fresh
     child per timing run (overhead, TTFD), instead of every worker importing them again (see ``worker.serve``)."""
 
     def __init__(self, lib: str) -> None:
-        self.p = subprocess.Popen([python(), os.path.join(HERE, "worker.py"), "serve", *PRELOAD[lib]],
+        self.p = subprocess.Popen([python(), os.path.join(HERE, "workers", "main.py"), "serve", *PRELOAD[lib]],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=worker_env(),
                                   cwd=ROOT)  # fmt: skip
         if self.p.stdout.readline().strip() != "ready":

@@ -7,9 +7,9 @@ import concurrent.futures as cf
 import shutil
 import time
 
-from bench.run_cg import cg_collect, cg_jobs
-from bench.run_memory import mem_collect, mem_jobs
-from bench.run_procs import log
+from bench.runner.callgrind import cg_collect, cg_jobs
+from bench.runner.memory import mem_collect, mem_jobs
+from bench.runner.procs import log
 
 
 def bench_deterministic(a, want: set[str]) -> dict:

@@ -1,4 +1,4 @@
-"""``worker.py time``: wall-clock time per event of one configuration, sync or async, after a warm-up."""
+"""``workers/main.py time``: wall-clock time per event of one configuration, sync or async, after a warm-up."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 import time
 
 from bench import canned, configs
-from bench.worker_clients import make_client, run_async, run_sync
+from bench.workers.clients import make_client, run_async, run_sync
 
 
 def cmd_time(a) -> dict:

@@ -1,18 +1,14 @@
-"""Turns ``bench/results.json`` into ``bench/RESULTS.md`` (``python bench/report.py`` re-renders it)."""
+"""Turns ``bench/results.json`` into ``bench/RESULTS.md`` (``python -m bench.report`` re-renders it)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 
-# run as a script, this file's folder is on the path, not the repo
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench.report.budgets import BUDGET_IR, BUDGET_IR_HTTP, BUDGET_OPEN, budget_table
+from bench.report.tables import cg_table, is_http, memory_table, overhead_table, scale_lines, ttfd_table
 
-from bench.report_budgets import BUDGET_IR, BUDGET_IR_HTTP, BUDGET_OPEN, budget_table
-from bench.report_tables import cg_table, is_http, memory_table, overhead_table, scale_lines, ttfd_table
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 
 HTTP_CELLS = ("`http-chat` and `http-messages` are the HTTP-level observer's cells (`adapters/http/streams.py`: the "
               "streams no SDK adapter sees, e.g. litellm's own providers): a plain client, sync and async, of the "
@@ -28,7 +24,7 @@ def write(res: dict, path: str) -> None:
     lines = ["# otelstream benchmark results", "",
              f"Made by `{res.get('command')}` ({res.get('date')}, {res.get('seconds', 0):.0f} s), otelstream at "
              f"`{str(res.get('otelstream_commit'))[:10]}`; `$PEERS_VENV` is a venv from `bench/requirements-peers.txt`, "
-             "`$OLDEST_VENV` one from `bench/requirements-oldest.txt`. Rendered by `bench/report.py` from the run's "
+             "`$OLDEST_VENV` one from `bench/requirements-oldest.txt`. Rendered by `bench/report/record.py` from the run's "
              "`bench/results.json` (not committed).", "",
              f"Machine: {m.get('cpu')} × {m.get('cores')} cores, {m.get('memory')}, Linux {m.get('kernel')}.", "",
              "SDK sets: " + "; ".join(f"**{k}**: " + ", ".join(f"{n} {v}" for n, v in vs.items())
@@ -102,14 +98,16 @@ def write(res: dict, path: str) -> None:
                   "(after `flush()`, GC, and clearing the in-memory span exporter, which keeps spans by design). "
                   "`tracing off` = `instrument()` without a tracer provider (Prometheus only); `on` = in-memory "
                   f"tracer and meter providers (a started span per open stream). Budget: ≤ {BUDGET_OPEN:,} B per open "
-                  "stream with tracing off; 0 retained.", ""] + memory_table(res["memory"]) + [""]  # fmt: skip
+                  "stream with tracing off; 0 retained, judged over the run's last half (the heap is read halfway "
+                  "too: a one-off change inside the run moves the whole-run figure alike for any N, and a negative "
+                  "one is an offset, not proof).", ""] + memory_table(res["memory"]) + [""]  # fmt: skip
     if "scale" in res:
         st = res["scale"].get("settings") or {}
         how = (f"Each stream, once open (headers in, span started), waits unread until all are open, then a "
                f"{st['hold']:g} s hold, then all are read: every stream open at once by construction."
                if "hold" in st else f"{st.get('ttfd', 45):g} s to the first delta so that all are open at once.")
         lines += ["## 10 000 concurrent async streams (fake provider)", "",
-                  "`bench/scale.py`: the fake provider in its own process; the streams spread over 50 `AsyncOpenAI` "
+                  "`bench/workers/scale.py`: the fake provider in its own process; the streams spread over 50 `AsyncOpenAI` "
                   f"clients with raised `httpx2.Limits`; Chat streams with usage, 10 deltas. {how} Single = the same client process running 500 streams "
                   "one at a time first. CPU per event = client process CPU time (all threads) / events; short "
                   "streams, so the per-stream cost dominates the added figure. The watchdog's share of a core is "
@@ -120,15 +118,13 @@ def write(res: dict, path: str) -> None:
                   f"The first SSE frame arrives at once, then a {res['ttfd'].get('pause_s')} s pause before the first "
                   "content delta. Truth = the caller's clock from before `create()` to receiving the first delta.",
                   ""] + ttfd_table(res["ttfd"]) + [""]  # fmt: skip
-    extra = os.path.join(HERE, "NOTES.md")
-    if os.path.exists(extra):
-        with open(extra) as f:
-            lines += [f.read()]
+    # the notes (how to run, method, findings) live once, in NOTES.md: the record points there, it does not copy them
+    lines += ["## Notes", "", "How to run, the method and the findings behind these figures: [NOTES.md](NOTES.md).", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines).rstrip() + "\n")
 
 
-if __name__ == "__main__":
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results.json")
-    with open(src) as f:
+def rerender(src: str | None = None) -> None:
+    """``RESULTS.md`` again from a run's raw figures (default ``bench/results.json``)."""
+    with open(src or os.path.join(HERE, "results.json")) as f:
         write(json.load(f), os.path.join(HERE, "RESULTS.md"))

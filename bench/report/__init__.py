@@ -1,0 +1,1 @@
+"""``RESULTS.md``: its sections (``record``), the budget table (``budgets``), the other tables (``tables``)."""
