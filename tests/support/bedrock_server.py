@@ -96,8 +96,10 @@ _METRICS: Final = {"amazon-bedrock-invocationMetrics": {"inputTokenCount": 5, "o
 def _anthropic(name: str) -> list[Step] | None:
     msg = {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
-    start = [chunk({"type": "message_start", "message": msg}),
-             chunk({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
+    start = [
+        chunk({"type": "message_start", "message": msg}),
+        chunk({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
     hel, lo = (chunk({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}})
                for t in ("Hel", "lo"))  # fmt: skip
 
