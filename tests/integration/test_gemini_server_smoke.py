@@ -19,7 +19,6 @@ from google.genai import errors, types
 
 from tests.support.gemini_server import SCRIPTS, GeminiServer
 
-
 READ_TIMEOUT_MS = 1000  # aiohttp gets it as the total timeout: above the 0.4 s pause
 TIMEOUTS = (httpx2.ReadTimeout, httpx.ReadTimeout, aiohttp.SocketTimeoutError, asyncio.TimeoutError)
 BROKEN = (httpx2.ReadError, httpx2.RemoteProtocolError, httpx.ReadError, httpx.RemoteProtocolError,
