@@ -15,6 +15,7 @@ import httpx
 import httpx2
 import pytest
 from google import genai
+from google.auth.credentials import Credentials
 from google.genai import errors, types
 
 from tests.support.gemini_server import SCRIPTS, GeminiServer
@@ -133,7 +134,7 @@ def test_one_request_per_stream_no_sdk_retries(server: GeminiServer) -> None:
 def test_vertex_path_and_header_choice(server: GeminiServer) -> None:
     """Vertex AI's path shape is served too, and ``x-script`` overrides the model name."""
     opts = types.HttpOptions(base_url=server.base_url, headers={"x-script": "max_tokens"})
-    client = genai.Client(vertexai=True, project="p", location="us-central1", credentials=_NoCredentials(),
+    client = genai.Client(vertexai=True, project="p", location="us-central1", credentials=_StaticToken(),
                           http_options=opts)  # fmt: skip
     seen = _sync(client, "gemini-2.5-flash")
     assert seen.finish == ["MAX_TOKENS"], seen
@@ -154,17 +155,8 @@ def test_pause_reaches_the_caller_after_the_pause(server: GeminiServer) -> None:
     list(it)
 
 
-class _NoCredentials:
-    """Enough of google.auth's Credentials for a Vertex client that never reaches Google."""
-
-    token = "x"
-    valid = True
-    expired = False
-    quota_project_id = None
-    universe_domain = "googleapis.com"
+class _StaticToken(Credentials):  # type: ignore[misc]
+    """A bearer token that never needs Google: what a Vertex client pointed at the stand-in sends."""
 
     def refresh(self, request: Any) -> None:
-        pass
-
-    def before_request(self, request: Any, method: str, url: str, headers: dict[str, str]) -> None:
-        headers["authorization"] = "Bearer x"
+        self.token = "x"

@@ -94,8 +94,9 @@ _METRICS: Final = {"amazon-bedrock-invocationMetrics": {"inputTokenCount": 5, "o
 
 
 def _anthropic(name: str) -> list[Step] | None:
-    msg = {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-           "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
+    msg: dict[str, Any] = {"id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": "claude-test",
+                           "content": [], "stop_reason": None, "stop_sequence": None,
+                           "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
     start = [
         chunk({"type": "message_start", "message": msg}),
         chunk({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
