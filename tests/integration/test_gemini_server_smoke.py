@@ -160,3 +160,17 @@ class _StaticToken(Credentials):  # type: ignore[misc]
 
     def refresh(self, request: Any) -> None:
         self.token = "x"
+
+
+def test_chat_send_message_stream_sync_and_async(server: GeminiServer) -> None:
+    """``chats`` streams through the same request: the stand-in serves it by the chat's model."""
+    client = genai.Client(api_key="x", http_options=_options(server, "httpx2"))
+    texts = [c.text for c in client.chats.create(model="completed").send_message_stream("hi")]
+    assert texts == ["Hel", "lo", "!"]
+
+    async def go() -> list[str | None]:
+        chat = client.aio.chats.create(model="max_tokens")
+        return [c.candidates[0].finish_reason.value if c.candidates and c.candidates[0].finish_reason else None
+                async for c in await chat.send_message_stream("hi")]  # fmt: skip
+
+    assert asyncio.run(go()) == [None, "MAX_TOKENS"]
