@@ -14,6 +14,18 @@ from typing import Any, Final
 from otelstream.core.eventstream import EventMessage
 from otelstream.core.protocols.converse import INVOKE_CHUNK
 
+__all__ = [
+    "INVOKE_CHUNK",
+    "MESSAGES_TYPES",
+    "chunk_bytes",
+    "converse_event",
+    "invoke_event",
+    "invoke_exception_event",
+    "is_messages_event",
+    "message_key",
+    "payload_json",
+]
+
 # the Messages event types an Anthropic model's invoke chunks carry (an error event too)
 MESSAGES_TYPES: Final = frozenset(
     {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
@@ -71,7 +83,7 @@ def is_messages_event(value: object) -> bool:
     return isinstance(value, Mapping) and value.get("type") in MESSAGES_TYPES
 
 
-def invoke_event(item: Mapping[str, Any]) -> Any:
+def invoke_event(item: Mapping[str | None, Any]) -> Any:
     """An invoke stream's event (``{"chunk": {"bytes": …}}`` as botocore yields it) as the model's own event: the
     decoded JSON of its bytes. Raises ValueError when the bytes are missing or not JSON."""
     raw = chunk_bytes(item.get(INVOKE_CHUNK))

@@ -114,6 +114,14 @@ def decode_headers(raw: bytes | memoryview) -> dict[str, HeaderValue]:
     return out
 
 
+def looks_like_eventstream(head: bytes) -> bool:
+    """Whether a body starts with an event-stream prelude (its CRC matches: text never does by chance)."""
+    if len(head) < PRELUDE_LENGTH:
+        return False
+    total, headers_len, crc = _PRELUDE.unpack_from(head)
+    return bool(zlib.crc32(head[:8]) == crc and total >= MIN_MESSAGE and headers_len <= total - MIN_MESSAGE)
+
+
 class EventStreamDecoder:
     """Feed bytes as they arrive (``feed``), get the whole messages they complete; ``finish`` at the end of the body.
     Holds at most one message's bytes (``max_message``)."""
@@ -133,8 +141,8 @@ class EventStreamDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[EventMessage]:
-        """The messages ``data`` completes, in order. Raises ``EventStreamDecodeError`` at the first bad message (the
-        messages before it in ``data`` are lost with it: callers that need them feed smaller pieces)."""
+        """The messages ``data`` completes, in order. At a bad message, the good ones before it are returned and the
+        ``EventStreamDecodeError`` is raised by the next call (``feed`` or ``finish``); without any, at once."""
         if self._failed is not None:
             raise self._failed
         buf = self._buf
@@ -167,14 +175,20 @@ class EventStreamDecoder:
                 self.messages += 1
                 self.offset += total
                 pos += total
+        except EventStreamDecodeError:
+            if not out:
+                raise
         finally:
             if pos:
                 del buf[:pos]
         return out
 
     def finish(self) -> None:
-        """The body ended: raises ``EventStreamDecodeError`` when it ended inside a message."""
-        if self._failed is None and self._buf:
+        """The body ended: raises ``EventStreamDecodeError`` when it ended inside a message (or a bad message was
+        found and not yet raised)."""
+        if self._failed is not None:
+            raise self._failed
+        if self._buf:
             raise self._fail(f"the body ended inside a message ({len(self._buf)} bytes of it)")
 
     def _fail(self, reason: str) -> EventStreamDecodeError:
