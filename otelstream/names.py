@@ -17,6 +17,8 @@ MESSAGES: Final = "messages"
 GENERATE_CONTENT: Final = "generate_content"  # Google Gemini (Gemini API, Vertex AI): SSE of GenerateContentResponse
 CONVERSE: Final = "converse"  # AWS Bedrock ConverseStream: binary event-stream messages
 SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, GENERATE_CONTENT, CONVERSE)
+# the surfaces of the openai and anthropic SDKs: what `probe` and `demo` drive until they gain Gemini and Bedrock
+OPENAI_ANTHROPIC_SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
 
 # the HTTP-level observer (adapters/http/streams.py): request path endings per surface, after any prefix a gateway
 # adds ('/v1/chat/completions', '/openai/deployments/x/chat/completions'); first match wins
