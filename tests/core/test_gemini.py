@@ -149,3 +149,17 @@ def test_no_input_makes_it_raise(events: list[Any]) -> None:
     r = run(G, events)
     assert r.events == len(events) and r.outcome in names.OUTCOMES
     assert r.deltas <= r.events and (r.error_class is None) == (r.outcome not in names.BAD_OUTCOMES)
+
+
+def test_google_genai_models_give_the_report_the_json_gives() -> None:
+    """What google-genai builds from each chunk (its pydantic models, finish reasons as enums) reads as the JSON."""
+    genai_types = pytest.importorskip("google.genai.types")
+    chunks = [chunk(THOUGHT, usageMetadata={"promptTokenCount": 5}), chunk(TEXT, finish="STOP", usageMetadata=USAGE)]
+    models = [genai_types.GenerateContentResponse.model_validate(c) for c in chunks]
+    assert type(models[1].candidates[0].finish_reason) is not str  # an enum: the case worth checking
+    assert run(G, models) == run(G, chunks)
+    bad = [chunk(TEXT, finish="MALFORMED_FUNCTION_CALL")]
+    r = run(G, [genai_types.GenerateContentResponse.model_validate(c) for c in bad])
+    assert (r.outcome, r.error_type, r.finish_reasons) == (names.ERROR, "MALFORMED_FUNCTION_CALL",
+                                                           ("MALFORMED_FUNCTION_CALL",))  # fmt: skip
+    assert type(r.error_type) is str and type(r.finish_reasons[0]) is str
