@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otelstream import names
-from otelstream.core.protocols.gemini import INCOMPLETE_REASONS
-from tests.core.harness import counts, run
+from otelstream.core.protocols.gemini import INCOMPLETE_REASONS, error_body_fields
+from tests.core.harness import counts, run, tracker
 
 G = names.GENERATE_CONTENT
 
@@ -163,3 +163,19 @@ def test_google_genai_models_give_the_report_the_json_gives() -> None:
     assert (r.outcome, r.error_type, r.finish_reasons) == (names.ERROR, "MALFORMED_FUNCTION_CALL",
                                                            ("MALFORMED_FUNCTION_CALL",))  # fmt: skip
     assert type(r.error_type) is str and type(r.finish_reasons[0]) is str
+
+
+@pytest.mark.parametrize(
+    ("body", "etype", "klass"),
+    [({"code": 429, "status": "RESOURCE_EXHAUSTED"}, "RESOURCE_EXHAUSTED", "rate_limited"),
+     ({"code": 403, "status": "PERMISSION_DENIED"}, "PERMISSION_DENIED", "auth"),
+     ({"code": 400, "status": "INVALID_ARGUMENT"}, "INVALID_ARGUMENT", "bad_request"),
+     ({"code": 503}, "503", "overloaded")],
+)  # fmt: skip
+def test_http_error_body_read_as_the_adapters_will(body: dict[str, Any], etype: str, klass: str) -> None:
+    """An HTTP error's JSON body (google-genai raises ClientError / ServerError with it): the same reading as the
+    in-band error object, before any stream."""
+    t = tracker(G)
+    t.error_seen(error_body_fields(body))
+    r = t.end("http_error")
+    assert r is not None and (r.outcome, r.error_type, r.error_class) == (names.HTTP_ERROR, etype, klass)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.errors import code_text, status_in_body
+from otelstream.core.errors import ErrorFields, code_text, status_in_body
 from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields
 
 if TYPE_CHECKING:
@@ -117,15 +117,19 @@ def _finished(t: StreamState, index: int, reason: str) -> None:
         t.outcome_seen(names.COMPLETED, terminal=True)
 
 
-def _error(t: StreamState, err: object) -> None:
-    """``{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": …}}``: the type is the status, else the
-    code; a numeric code is the HTTP status the class falls back on."""
+def error_body_fields(err: object) -> ErrorFields:
+    """A Gemini error object (``{"code": 429, "status": "RESOURCE_EXHAUSTED", "message": …}``, in-band or an HTTP
+    error's body): its type is the status, else the code; a numeric code is the HTTP status the class falls back
+    on."""
+    if isinstance(err, str):
+        return (code_text(err), None, None)
     f = fields(err)
     code = f.get("code")
-    status = code_text(f.get("status"))
-    if isinstance(err, str):
-        status = code_text(err)
-    t.error_seen((status or code_text(code), None, status_in_body(code)))
+    return (code_text(f.get("status")) or code_text(code), None, status_in_body(code))
+
+
+def _error(t: StreamState, err: object) -> None:
+    t.error_seen(error_body_fields(err))
     t.outcome_seen(names.ERROR, terminal=True)
 
 
