@@ -60,6 +60,12 @@ EVENTSTREAM_EXCEPTION_TYPE: Final = ":exception-type"  # e.g. "throttlingExcepti
 EVENTSTREAM_ERROR_CODE: Final = ":error-code"  # the framing's own error messages (":message-type" "error")
 # Bedrock invoke streams: the metrics Bedrock appends to the last chunk of a model's own events
 BEDROCK_INVOCATION_METRICS: Final = "amazon-bedrock-invocationMetrics"
+# what the Gemini and Bedrock streaming requests look like on the wire (for the HTTP-level observer)
+GEMINI_STREAM_METHOD: Final = ":streamGenerateContent"  # {model}:streamGenerateContent?alt=sse
+BEDROCK_CONVERSE_STREAM_PATH: Final = "/converse-stream"  # /model/{modelId}/converse-stream
+BEDROCK_INVOKE_STREAM_PATH: Final = "/invoke-with-response-stream"  # /model/{modelId}/invoke-with-response-stream
+BEDROCK_REQUEST_ID_HEADER: Final = "x-amzn-requestid"  # Bedrock's request id (the stream names no response)
+BEDROCK_ERROR_TYPE_HEADER: Final = "x-amzn-errortype"  # an HTTP error's type, then a colon and a namespace
 
 # --- outcomes (a closed set; the `outcome` label) ----------------------------------------------------
 COMPLETED: Final = "completed"

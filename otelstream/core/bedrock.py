@@ -19,6 +19,7 @@ __all__ = [
     "MESSAGES_TYPES",
     "chunk_bytes",
     "converse_event",
+    "error_type_header",
     "invoke_event",
     "invoke_exception_event",
     "is_messages_event",
@@ -97,3 +98,12 @@ def invoke_exception_event(exception_type: str | None, body: object) -> dict[str
     ``error_type``, from which the class follows)."""
     message = body.get("message") if isinstance(body, Mapping) else None
     return {"type": "error", "error": {"type": exception_type or "exception", "message": message}}
+
+
+def error_type_header(value: object) -> str | None:
+    """An HTTP error's type as Bedrock's error-type header sends it (``ThrottlingException:`` and a namespace): the type
+    before the first colon, or None."""
+    if not isinstance(value, str):
+        return None
+    kind = value.split(":", 1)[0].strip()
+    return kind[:64] or None

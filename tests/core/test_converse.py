@@ -182,3 +182,9 @@ def test_no_input_makes_it_raise(events: list[Any]) -> None:
     r = run(C, events)
     assert r.events == len(events) and r.deltas <= r.events
     assert (r.error_class is None) == (r.outcome not in names.BAD_OUTCOMES)
+
+
+def test_bedrock_http_error_type_header() -> None:
+    assert bedrock.error_type_header("ThrottlingException:urn:scripted") == "ThrottlingException"
+    assert bedrock.error_type_header("ValidationException") == "ValidationException"
+    assert bedrock.error_type_header("") is None and bedrock.error_type_header(None) is None
