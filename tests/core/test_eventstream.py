@@ -136,3 +136,17 @@ def test_a_decode_error_is_the_protocol_class() -> None:
         assert errors.error_class(names.TRANSPORT_ERROR, None, None, exc) == names.EC_PROTOCOL
     else:
         pytest.fail("a zero prelude has a wrong CRC")
+
+
+def test_good_messages_before_a_bad_one_in_the_same_piece_come_out_first() -> None:
+    """A live body read in blocks: the messages before a damaged one are delivered, the error comes with the next
+    call (botocore likewise yields them before it raises)."""
+    good = enc.event("messageStart", {"role": "assistant"}) + enc.event("contentBlockDelta", {"delta": {"text": "a"}})
+    bad = bytearray(enc.event("messageStop", {"stopReason": "end_turn"}))
+    bad[-1] ^= 1
+    dec = EventStreamDecoder()
+    assert [m.event_type for m in dec.feed(good + bytes(bad))] == ["messageStart", "contentBlockDelta"]
+    with pytest.raises(EventStreamDecodeError, match="message CRC mismatch"):
+        dec.finish()
+    with pytest.raises(EventStreamDecodeError):
+        dec.feed(b"")
