@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from otelstream import names
-from otelstream.core import bedrock
-from otelstream.core.client_rules import NOT_JSON
+from otelstream.core.bedrock_reading import BedrockBodyReader, surface_of
 from otelstream.core.eventstream import EventMessage, EventStreamDecodeError, EventStreamDecoder, looks_like_eventstream
 from otelstream.offline.detection import AUTO
 from otelstream.offline.reading import READ_SIZE, CheckError
@@ -57,73 +56,36 @@ def _chunks(path: str) -> Iterator[bytes]:
             raise CheckError("corrupt gzip data") from None
 
 
-class _Reader:
-    """One body's messages, decoded as they come, fed to one run once its surface is known."""
-
-    def __init__(self, path: str, surface: str) -> None:
-        self.path = path
-        self.chosen: str | None = None if surface == AUTO else surface
-        self.run: Run | None = None
-        self.raised = False  # an exception message reached the caller: botocore raised, nothing more is read
-
-    def open(self, first: EventMessage | None) -> Run:
-        if self.chosen is None:
-            self.chosen = names.CONVERSE
-            if first is not None and first.event_type == bedrock.INVOKE_CHUNK:
-                try:
-                    value = bedrock.invoke_event({bedrock.INVOKE_CHUNK: bedrock.payload_json(first)})
-                except ValueError:
-                    value = None
-                if bedrock.is_messages_event(value):
-                    self.chosen = names.MESSAGES
-        self.run = Run.open(self.chosen, sse_framed=False, provider=names.PROVIDER_BEDROCK)
-        return self.run
-
-    def message(self, msg: EventMessage) -> None:
-        run = self.run or self.open(msg)
-        exception = msg.message_type in (bedrock.MESSAGE_EXCEPTION, bedrock.MESSAGE_ERROR)
-        try:
-            body = bedrock.payload_json(msg)
-            if self.chosen == names.MESSAGES:
-                if exception:
-                    value: Any = bedrock.invoke_exception_event(bedrock.message_key(msg), body)
-                else:
-                    value = bedrock.invoke_event({bedrock.message_key(msg): body})
-            else:
-                value = bedrock.converse_event(msg)
-        except ValueError:
-            value = NOT_JSON
-        run.reader.event(None, value)
-        if exception and not run.reader.stopped:
-            # botocore raises the exception from the iteration: the caller reads no further
-            run.reader.stopped = True
-            run.tracker.end("error")
-
-    def broken(self, exc: EventStreamDecodeError) -> None:
-        run = self.run or self.open(None)
-        if not run.tracker.ended:
-            run.tracker.anomaly(names.ANOM_UNDECODABLE, str(exc))
-            run.tracker.end("transport_error", exc=exc)
-
-
 def analyse_eventstream(path: str, surface: str = AUTO) -> FileReport:
     """Analyse one Bedrock event-stream body; raises CheckError with a one-line reason when it cannot."""
     if surface not in _SURFACES:
         raise CheckError(f"an event-stream body is a {names.CONVERSE} or {names.MESSAGES} stream, not {surface}")
-    reader = _Reader(path, surface)
-    dec = EventStreamDecoder()
+    chosen: str | None = None if surface == AUTO else surface
+    run: Run | None = None
+    reader: BedrockBodyReader | None = None
     seen = 0
-    try:
-        for chunk in _chunks(path):
-            if seen == 0 and not dec.messages and not dec.pending and not looks_like_eventstream(chunk[:12]):
-                raise CheckError("not an AWS event-stream body (no message prelude at its start)")
-            seen += len(chunk)
-            for msg in dec.feed(chunk):
-                reader.message(msg)
-        dec.finish()
-    except EventStreamDecodeError as exc:
-        reader.broken(exc)
-    if seen == 0:
+    for chunk in _chunks(path):
+        if seen == 0 and not looks_like_eventstream(chunk[:12]):
+            raise CheckError("not an AWS event-stream body (no message prelude at its start)")
+        seen += len(chunk)
+        if reader is None:
+            if chosen is None:
+                first = _first_message(chunk)
+                chosen = surface_of(first) if first is not None else names.CONVERSE
+            run = Run.open(chosen, sse_framed=False, provider=names.PROVIDER_BEDROCK)
+            reader = BedrockBodyReader(run.reader)
+        reader.feed(chunk)
+    if reader is None or run is None:
         raise CheckError("empty file")
-    run = reader.run or reader.open(None)
+    reader.finish()
     return FileReport(path, run.surface, (run.finish(),))
+
+
+def _first_message(chunk: bytes) -> EventMessage | None:
+    """The body's first message, when the first read holds it whole (a first chunk far beyond a message's size
+    does; a smaller one is read again by the reader)."""
+    try:
+        found = EventStreamDecoder().feed(chunk)
+    except EventStreamDecodeError:
+        return None
+    return found[0] if found else None

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from otelstream import names
 from otelstream.core import bedrock
+from otelstream.core.bedrock_reading import BedrockBodyReader
+from otelstream.core.client_rules import ClientReader
 from otelstream.core.eventstream import EventStreamDecoder
 from otelstream.core.protocols.converse import COMPLETE_REASONS, ERROR_REASONS, INCOMPLETE_REASONS
 from otelstream.core.report import StreamStart
@@ -188,3 +190,40 @@ def test_bedrock_http_error_type_header() -> None:
     assert bedrock.error_type_header("ThrottlingException:urn:scripted") == "ThrottlingException"
     assert bedrock.error_type_header("ValidationException") == "ValidationException"
     assert bedrock.error_type_header("") is None and bedrock.error_type_header(None) is None
+
+
+def _read(body: bytes, cuts: list[int], *, sdk: bool = True, surface: str = C) -> Any:
+    clk = FakeClock()
+    t = StreamTracker(StreamStart(surface=surface, t_request_ns=clk()), clock=clk)
+    reader = BedrockBodyReader(ClientReader(t, named=False, sdk=sdk))
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    for a, b in zip([0, *points], [*points, len(body)], strict=True):
+        clk.advance(MS)
+        reader.feed(body[a:b])
+    reader.finish()
+    return t.end("eof") or t.final_report()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5_000), max_size=10))
+def test_body_reader_gives_one_report_whatever_the_reads(cuts: list[int]) -> None:
+    raw = enc.converse(*[(k, v) for ev in body() for k, v in ev.items()])
+    r = _read(raw, cuts)
+    assert (r.outcome, r.events, r.deltas, r.usage.input_tokens) == (names.COMPLETED, 7, 3, 150)
+
+
+def test_body_reader_exception_stops_an_sdk_but_not_another_client() -> None:
+    body = enc.converse(("messageStart", {}), ("contentBlockDelta", {"delta": {"text": "a"}}))
+    body += enc.exception("throttlingException") + enc.converse(("contentBlockDelta", {"delta": {"text": "b"}}))
+    sdk = _read(body, [])
+    assert (sdk.outcome, sdk.error_class, sdk.events, sdk.deltas) == (names.ERROR, "rate_limited", 3, 1)
+    other = _read(body, [], sdk=False)  # a client that reads on: the delta after the error is seen, and flagged
+    assert (other.outcome, other.events, other.deltas) == (names.ERROR, 4, 2)
+    assert counts(other) == {names.ANOM_EVENT_AFTER_TERMINAL: 1}
+
+
+def test_body_reader_bad_crc_is_protocol() -> None:
+    raw = bytearray(enc.converse(*[(k, v) for ev in body() for k, v in ev.items()]))
+    raw[40] ^= 0xFF
+    r = _read(bytes(raw), [])
+    assert (r.outcome, r.error_class) == (names.TRANSPORT_ERROR, names.EC_PROTOCOL)
