@@ -52,7 +52,7 @@ def test_gemini_completed_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (doc["outcome"], doc["finish_reasons"], doc["events"], doc["deltas"]) == ("completed", ["STOP"], 3, 3)
     assert (doc["keepalives"], doc["done_sentinel"]) == (0, False)
     assert (doc["sequence"]["first"], doc["sequence"]["last"]) == (None, None)
-    assert doc["usage"] == {"input_tokens": 8, "output_tokens": 26, "cache_read_input_tokens": None,
+    assert doc["usage"] == {"input_tokens": 8, "output_tokens": 26, "cache_read_input_tokens": 0,
                             "cache_write_input_tokens": None, "reasoning_output_tokens": 20}  # fmt: skip
     assert (doc["response_id"], doc["response_model"]) == ("resp-g1", "gemini-2.5-flash")
     assert doc["anomalies"] == [] and doc["error_class"] is None

@@ -16,18 +16,19 @@ from otelstream import offline
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
 # file: surface, provider, outcome, finish_reasons, events, deltas, first output event, usage, response_id, response_model
+# Gemini's usageMetadata is proto3 JSON: a count it leaves out is 0 (cache read, thoughts); it has no cache writes
 EXPECTED: dict[str, tuple[Any, ...]] = {
     # 33 messages: messageStart, 29 text deltas, contentBlockStop, messageStop, metadata (its payloads carry Bedrock's "p" padding)
     "bedrock-converse-nova-micro.eventstream": ("converse", "aws.bedrock", "completed", ["end_turn"], 33, 29, 1, (13, 82, None, None, None), None, None),
     # 14 reasoningContent.text deltas, then a signature-only delta (none), then 5 text deltas from event 17
     "bedrock-converse-claude-reasoning.eventstream": ("converse", "aws.bedrock", "completed", ["end_turn"], 25, 19, 17, (36, 73, None, None, None), None, None),
     # 4 thought chunks, then 19 text chunks; last usage: candidates 469 + thoughts 787
-    "gemini-2.5-pro-thoughts.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 23, 23, 4, (34, 1256, None, None, 787), "beHBaJfEMIi-qtsP3769-Q8", "gemini-2.5-pro"),
+    "gemini-2.5-pro-thoughts.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 23, 23, 4, (34, 1256, 0, None, 787), "beHBaJfEMIi-qtsP3769-Q8", "gemini-2.5-pro"),
     # a functionCall part (with a thoughtSignature) is output; the closing empty text is not
-    "gemini-3-function-call-signature.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 2, 1, 0, (29, 212, None, None, 202), "QUVVadTSNJ6_qtsPvN7J8Q0", "gemini-3-pro-preview"),
+    "gemini-3-function-call-signature.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 2, 1, 0, (29, 212, 0, None, 202), "QUVVadTSNJ6_qtsPvN7J8Q0", "gemini-3-pro-preview"),
     # the last usageMetadata wins: its promptTokenCount (257) differs from the earlier chunks' (55)
-    "gemini-3-text-after-tool.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 3, 2, 0, (257, 8, None, None, None), "REVVabaiCdq4qtsPnZu96Qo", "gemini-3-pro-preview"),
-    "gemini-2.5-flash-usage-each-chunk.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 3, 3, 0, (18, 115, None, None, 35), "ru1garvBEoOiqtsP2fznmQw", "gemini-2.5-flash"),
+    "gemini-3-text-after-tool.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 3, 2, 0, (257, 8, 0, None, 0), "REVVabaiCdq4qtsPnZu96Qo", "gemini-3-pro-preview"),
+    "gemini-2.5-flash-usage-each-chunk.sse": ("generate_content", "gcp.gemini", "completed", ["STOP"], 3, 3, 0, (18, 115, 0, None, 35), "ru1garvBEoOiqtsP2fznmQw", "gemini-2.5-flash"),
 }
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_write_input_tokens", "reasoning_output_tokens")
 

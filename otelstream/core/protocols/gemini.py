@@ -7,8 +7,8 @@ A delta is a candidate part with non-empty ``text`` (reasoning when the part has
 all of them is completed, ``MAX_TOKENS`` or a filter is incomplete, any other reason an error of that type. A prompt
 blocked before any candidate (``promptFeedback.blockReason``) is incomplete, its block reason the finish reason. A
 top-level ``error`` object is an in-band error (its ``status``, else its ``code``). Usage is the last
-``usageMetadata``: input = prompt + tool-use prompt tokens, output = candidates + thoughts tokens. No keepalives, no
-sequence numbers.
+``usageMetadata`` (proto3 JSON: a count left out of it is 0): input = prompt + tool-use prompt tokens, output =
+candidates + thoughts tokens. No keepalives, no sequence numbers.
 """
 
 from __future__ import annotations
@@ -143,25 +143,25 @@ def _name(t: StreamState, d: dict[str, Any]) -> None:
 
 
 def _usage(t: StreamState, usage: object) -> None:
+    """The counts of a ``usageMetadata``. Gemini's JSON is proto3's, which leaves out a count of 0: in a usage
+    object that is present, an absent count was reported as 0 (Gemini reports no cache writes at all: unknown)."""
     u = fields(usage)
     if not u:
         return
     t.usage_seen = True
     n = t.token_counts()
-    prompt = t.tokens(_get(u, "promptTokenCount", "prompt_token_count"), "promptTokenCount")
-    tool = t.tokens(_get(u, "toolUsePromptTokenCount", "tool_use_prompt_token_count"), "toolUsePromptTokenCount")
-    out = t.tokens(_get(u, "candidatesTokenCount", "candidates_token_count"), "candidatesTokenCount")
-    thoughts = t.tokens(_get(u, "thoughtsTokenCount", "thoughts_token_count"), "thoughtsTokenCount")
+    prompt = t.tokens(_get(u, "promptTokenCount", "prompt_token_count"), "promptTokenCount") or 0
+    tool = t.tokens(_get(u, "toolUsePromptTokenCount", "tool_use_prompt_token_count"), "toolUsePromptTokenCount") or 0
+    out = t.tokens(_get(u, "candidatesTokenCount", "candidates_token_count"), "candidatesTokenCount") or 0
+    thoughts = t.tokens(_get(u, "thoughtsTokenCount", "thoughts_token_count"), "thoughtsTokenCount") or 0
     # the last usageMetadata replaces everything before it (earlier chunks carry partial counts)
     n.usage_input = _sum(t, prompt, tool, "input")
     n.usage_output = _sum(t, out, thoughts, "output")
     n.usage_reasoning = thoughts
-    n.usage_cache_read = t.tokens(_get(u, "cachedContentTokenCount", "cached_content_token_count"), "cached")
+    n.usage_cache_read = t.tokens(_get(u, "cachedContentTokenCount", "cached_content_token_count"), "cached") or 0
     n.usage_cache_write = None
 
 
-def _sum(t: StreamState, a: int | None, b: int | None, what: str) -> int | None:
-    if a is None and b is None:
-        return None
-    total = (a or 0) + (b or 0)
+def _sum(t: StreamState, a: int, b: int, what: str) -> int | None:
+    total = a + b
     return total if total <= names.MAX_COUNT else t.tokens(total, f"{what} tokens (sum)")
