@@ -124,7 +124,7 @@ def test_bedrock_headers_and_typed_values() -> None:
     body += enc.frame([("t", enc.Typed(enc.TIMESTAMP, 1_700_000_000_000)), ("u", u), ("f", False), ("b", b"\0\1")])
     a, b, c = decode_all([body])
     assert (a.message_type, a.event_type, a.exception_type) == ("event", "contentBlockDelta", None)
-    assert a.payload == b'{"delta": {"text": "hi"}}'
+    assert a.payload == b'{"delta":{"text":"hi"}}'
     assert (b.message_type, b.exception_type) == ("exception", "throttlingException")
     assert c.headers == {"t": 1_700_000_000_000, "u": u, "f": False, "b": b"\0\1"}
 

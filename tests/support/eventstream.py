@@ -1,7 +1,11 @@
-"""An AWS event-stream encoder (``application/vnd.amazon.eventstream``), written for the tests: the Bedrock test
-servers frame their bodies with it, and the core's decoder is checked against it. botocore only decodes.
+"""An encoder for the AWS event-stream binary framing (``application/vnd.amazon.eventstream``), the wire of
+Bedrock's ConverseStream and InvokeModelWithResponseStream, for the test servers and hand-made bodies (botocore only
+decodes). The core's decoder (``otelstream.core.eventstream``) is checked against it.
 
-``frame`` takes headers as (name, value) pairs, each value typed by its Python type (``Typed`` forces a type).
+A message: a 12-byte prelude (total length u32 BE, headers length u32 BE, CRC32 of those 8 bytes), the headers
+(each: u8 name length, name, u8 value type, typed value), the payload, and a CRC32 of everything before it.
+``encode_message`` writes string headers (all Bedrock sends); ``frame`` writes any header type, each value typed by
+its Python type (``Typed`` forces one), for the decoder's own tests.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 TRUE, FALSE, BYTE, SHORT, INT, LONG, BYTES, STRING, TIMESTAMP, UUID = range(10)
+_STRING = STRING
 _INT_FORMATS = {BYTE: ">b", SHORT: ">h", INT: ">i", LONG: ">q", TIMESTAMP: ">q"}
 
 
@@ -27,7 +32,29 @@ class Typed:
     value: Any
 
 
-def _header(name: str, value: Any) -> bytes:
+def _headers(headers: dict[str, str]) -> bytes:
+    out = bytearray()
+    for name, value in headers.items():
+        raw_name, raw_value = name.encode(), value.encode()
+        out += struct.pack(">B", len(raw_name)) + raw_name
+        out += struct.pack(">BH", _STRING, len(raw_value)) + raw_value
+    return bytes(out)
+
+
+def _framed(raw_headers: bytes, payload: bytes) -> bytes:
+    total = 12 + len(raw_headers) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(raw_headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + raw_headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+
+
+def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
+    """One framed message with string headers, both CRCs right."""
+    return _framed(_headers(headers), payload)
+
+
+def _typed_header(name: str, value: Any) -> bytes:
     raw_name = name.encode("utf-8")
     if isinstance(value, Typed):
         typ, v = value.type, value.value
@@ -53,28 +80,36 @@ def _header(name: str, value: Any) -> bytes:
 
 
 def frame(headers: Iterable[tuple[str, Any]] | Mapping[str, Any], payload: bytes = b"") -> bytes:
-    """One whole message: prelude, prelude CRC, headers, payload, message CRC."""
+    """One whole message with headers of any type: prelude, prelude CRC, headers, payload, message CRC."""
     pairs = headers.items() if isinstance(headers, Mapping) else headers
-    raw_headers = b"".join(_header(n, v) for n, v in pairs)
-    total = 12 + len(raw_headers) + len(payload) + 4
-    prelude = struct.pack(">II", total, len(raw_headers))
-    prelude += struct.pack(">I", zlib.crc32(prelude))
-    body = prelude + raw_headers + payload
-    return body + struct.pack(">I", zlib.crc32(body))
+    return _framed(b"".join(_typed_header(n, v) for n, v in pairs), payload)
 
 
-def event(event_type: str, payload: Any, content_type: str = "application/json") -> bytes:
-    """A Bedrock event message (``:message-type`` event) whose payload is ``payload`` as JSON."""
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    headers = [(":event-type", event_type), (":content-type", content_type), (":message-type", "event")]
-    return frame(headers, data)
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def event(event_type: str, payload_obj: Any) -> bytes:
+    """An ``event`` message as Bedrock frames it: ``:event-type``, JSON content type, the payload as JSON (bytes are
+    taken as the payload itself, to frame data that is not JSON)."""
+    headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
+    return encode_message(headers, payload_obj if isinstance(payload_obj, bytes) else _json(payload_obj))
 
 
 def exception(exception_type: str, message: str = "scripted") -> bytes:
-    """A Bedrock exception message (``:message-type`` exception), e.g. ``throttlingException``."""
-    headers = [(":exception-type", exception_type), (":content-type", "application/json"),
-               (":message-type", "exception")]  # fmt: skip
-    return frame(headers, json.dumps({"message": message}).encode())
+    """An in-band ``exception`` message (e.g. ``throttlingException``): botocore raises ``EventStreamError``."""
+    headers = {":exception-type": exception_type, ":content-type": "application/json", ":message-type": "exception"}
+    return encode_message(headers, _json({"message": message}))
+
+
+def chunk(payload_obj: Any) -> bytes:
+    """An InvokeModelWithResponseStream ``chunk`` event: the model family's own JSON, base64 in ``bytes``."""
+    return event("chunk", {"bytes": base64.b64encode(_json(payload_obj)).decode()})
+
+
+def corrupt_message_crc(message: bytes) -> bytes:
+    """The same message with its trailing CRC flipped: a decoder must refuse it."""
+    return message[:-4] + bytes(b ^ 0xFF for b in message[-4:])
 
 
 def converse(*events: tuple[str, Any]) -> bytes:
@@ -82,11 +117,9 @@ def converse(*events: tuple[str, Any]) -> bytes:
     return b"".join(event(t, p) for t, p in events)
 
 
-def invoke_chunk(model_event: Mapping[str, Any]) -> bytes:
-    """An InvokeModelWithResponseStream ``chunk`` event: the model's own event, base64 in ``{"bytes": …}``."""
-    raw = base64.b64encode(json.dumps(model_event).encode()).decode()
-    return event("chunk", {"bytes": raw})
-
-
 def invoke(*model_events: Mapping[str, Any]) -> bytes:
-    return b"".join(invoke_chunk(e) for e in model_events)
+    """An invoke body: each of the model's own events as one ``chunk``."""
+    return b"".join(chunk(e) for e in model_events)
+
+
+invoke_chunk = chunk
