@@ -6,6 +6,7 @@ that ends it. Pure module.
 from __future__ import annotations
 
 from otelstream import names
+from otelstream.core import protocols
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS, spread_sums
 from otelstream.core.report import SequenceStats, StreamReport, Usage, assemble
 from otelstream.core.state import MAX_CHOICES, NO_RARE, NO_SEQUENCE, NO_TOKENS, StreamState
@@ -24,8 +25,8 @@ def final_anomalies(s: StreamState, outcome: str) -> None:
             s.add_anomaly(names.ANOM_MISSING_DONE)
     if surface == names.CONVERSE and answered and s.terminal and not s.usage_seen:
         s.add_anomaly(names.ANOM_USAGE_MISSING)  # messageStop came, the metadata event after it did not
-    if answered and s.deltas == 0:
-        s.add_anomaly(names.ANOM_NO_DELTA)
+    if answered and s.deltas == 0 and not protocols.transport_decides(s):
+        s.add_anomaly(names.ANOM_NO_DELTA)  # a payload otelstream does not read has no deltas it could count
 
 
 def _missing_finish_reasons(s: StreamState) -> None:
