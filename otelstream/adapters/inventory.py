@@ -8,7 +8,8 @@ those streams (``StreamReport.unobserved``), never guessed. A patch point is che
 fact with ``holds`` then too, the others where they are used (``PATCHER.lacks``).
 
 What is *not* here, on purpose: which of another library's functions is on the call stack, or in which order they
-call each other. Who ended a stream is decided from our own observations (``ending.body_closed``).
+call each other. Who ended a stream is decided from our own observations (``close_ownership``); the call-order
+facts that remain are listed below as facts, each with its canary.
 """
 
 from __future__ import annotations
