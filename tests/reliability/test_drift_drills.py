@@ -238,14 +238,16 @@ def rec(reshaped: str) -> Iterator[RecordingListener]:
 
 
 @pytest.fixture(params=FOUR, ids=[s.id for s in FOUR])
-def drv(request: pytest.FixtureRequest, is_async: bool, reshaped: str) -> Iterator[Driver]:
+def drv(request: pytest.FixtureRequest, is_async: bool, reshaped: str) -> Iterator[Driver]:  # noqa: F811
     d = Driver(request.param, is_async)
     yield d
     d.finish()
 
 
 @pytest.mark.parametrize("spec", FOUR, ids=lambda s: s.id)
-def test_a_caller_close_is_reported_at_once(rec: RecordingListener, reshaped: str, spec: Any, is_async: bool) -> None:
+def test_a_caller_close_is_reported_at_once(
+    rec: RecordingListener, reshaped: str, spec: Any, is_async: bool  # noqa: F811
+) -> None:
     """Whatever the release does inside ``close()``: one report, ``close``, as the close returns. (And the reshaping
     ran: else the matrix above would prove nothing.)"""
     d = Driver(spec, is_async)

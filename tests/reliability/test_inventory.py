@@ -164,7 +164,7 @@ def _closes_only_inside_a_pull(open_stream: Callable[[], Any]) -> None:
         response = stream.response
         close = response.close
 
-        def recorded_close() -> None:
+        def recorded_close(during: list[bool] = during, pulling: list[bool] = pulling, close: Any = close) -> None:
             during.append(pulling[0])
             close()
 
