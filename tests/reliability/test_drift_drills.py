@@ -25,13 +25,12 @@ import httpx2
 import openai._streaming
 import pytest
 
-from otelstream import adapters
+from otelstream import adapters, names
 from tests.adapters.test_matrix import (  # noqa: F401 (the matrix's tests, collected here again)
     SURFACES,
     Driver,
     is_async,
     test_break_then_close,
-    test_cancelled_async,
     test_close_after_terminal_keeps_outcome,
     test_close_unread,
     test_cut,
@@ -260,3 +259,29 @@ def test_a_caller_close_is_reported_at_once(
     finally:
         d.finish()
     assert HITS[reshaped], f"the {reshaped} reshaping never ran"
+
+
+@pytest.mark.parametrize("spec", FOUR, ids=lambda s: s.id)
+def test_cancelled_while_a_pull_waits(rec: RecordingListener, reshaped: str, spec: Any) -> None:
+    """A task cancelled while its pull waits for the server (which holds the body after the first delta): abandoned
+    (cancel). The task drains the stream, so it waits wherever the release reads ahead."""
+    d = Driver(spec, True)
+    try:
+        stream = d.open(**{"x-slow": "5"})
+
+        async def drain() -> list[Any]:
+            return [item async for item in stream]
+
+        async def go() -> None:
+            task = asyncio.ensure_future(drain())
+            await asyncio.sleep(0.3)
+            assert not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        d.run(go())
+    finally:
+        d.finish()
+    r = rec.one()
+    assert (r.outcome, r.abandoned_reason) == (names.ABANDONED, names.ABANDON_CANCEL)
