@@ -17,6 +17,7 @@ import collections
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +27,9 @@ import openai._streaming
 import pytest
 
 from otelstream import adapters, names
+from otelstream.offline.analysis import analyse
 from tests.adapters.test_matrix import (  # noqa: F401 (the matrix's tests, collected here again)
+    PATH,
     SURFACES,
     Driver,
     is_async,
@@ -41,6 +44,7 @@ from tests.adapters.test_matrix import (  # noqa: F401 (the matrix's tests, coll
     test_ok_context_manager,
     test_ok_for_loop,
 )
+from tests.support import bodies
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import OPENAI_HTTP
 
@@ -285,3 +289,15 @@ def test_cancelled_while_a_pull_waits(rec: RecordingListener, reshaped: str, spe
         d.finish()
     r = rec.one()
     assert (r.outcome, r.abandoned_reason) == (names.ABANDONED, names.ABANDON_CANCEL)
+
+
+@pytest.mark.parametrize("variant", ["ok", "cut", "keepalive"])
+def test_anomalies_as_check_reads_them(rec: RecordingListener, drv: Driver, variant: str, tmp_path: Path) -> None:
+    """``[DONE]`` and the pings are seen wherever the release reads them: the protocol anomalies and the keepalive
+    count are those ``otelstream check`` finds in the same body (no false ``missing_done``)."""
+    drv.drain(drv.open(**{"x-variant": variant}))
+    r = rec.one()
+    (tmp_path / "body.sse").write_bytes(b"".join(bodies.frames_for(PATH[drv.spec.surface], variant)))
+    offline = analyse(str(tmp_path / "body.sse"), drv.spec.surface).reports[0]
+    assert (r.outcome, dict(r.anomaly_counts), r.keepalives) == (
+        offline.outcome, dict(offline.anomaly_counts), offline.keepalives)
