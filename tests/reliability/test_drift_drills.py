@@ -4,7 +4,8 @@ saw, so none may move an outcome, an error class or an abandonment reason, sync 
 
 - ``foreign-close``: the response's close runs on a thread of the library's own (sync), in a task of its own behind
   ``asyncio.shield`` (async);
-- ``read-ahead``: the raw body is read ahead into a queue by a background thread (sync) or task (async);
+- ``read-ahead``: the raw body is read ahead into a queue by a background thread (sync) or task (async), with the
+  library's own raw iteration, which closes the response there at its end;
 - ``lookahead``: the SDK's stream loop reads one SSE frame ahead before it builds an item;
 - ``close-closes-generator``: ``Stream.close()`` also closes the SDK's own generator;
 - ``close-keeps-response``: ``Stream.close()`` no longer closes the response.
@@ -84,12 +85,11 @@ def _foreign_close(lib: ModuleType) -> Patches:
 def _read_ahead(lib: ModuleType) -> Patches:
     def iter_bytes(self: Any, chunk_size: int | None = None) -> Iterator[bytes]:
         HITS["read-ahead"] += 1
-        self.is_stream_consumed = True
         chunks: queue.Queue[tuple[str, Any]] = queue.Queue()
 
-        def pump() -> None:
+        def pump() -> None:  # the library's own raw iteration: it closes the response at the end, on this thread
             try:
-                for chunk in self.stream:
+                for chunk in self.iter_raw():
                     chunks.put(("chunk", chunk))
                 chunks.put(("end", None))
             except BaseException as exc:
@@ -110,12 +110,11 @@ def _read_ahead(lib: ModuleType) -> Patches:
 
     async def aiter_bytes(self: Any, chunk_size: int | None = None) -> AsyncIterator[bytes]:
         HITS["read-ahead"] += 1
-        self.is_stream_consumed = True
         chunks: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
-        async def pump() -> None:
+        async def pump() -> None:  # in a task of its own, closing the response at the end
             try:
-                async for chunk in self.stream:
+                async for chunk in self.aiter_raw():
                     chunks.put_nowait(("chunk", chunk))
                 chunks.put_nowait(("end", None))
             except Exception as exc:
