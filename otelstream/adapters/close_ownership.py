@@ -21,7 +21,8 @@ The rules, as tables below:
 - a close the caller asked for through the SDK stream's ``close()`` is ``close``, at once, whatever the SDK does
   inside it (closes its generator, or no longer closes the response); asked while a pull runs, it waits for that
   pull, like a close of the body;
-- a pull that fails with a transport error after a read raised on a body closed under it ended by that close.
+- a pull that fails with a transport error after a read raised on a body closed under it ended by that close;
+- a call no generator of ours observes (its body parsed by the caller) ends at the body's close, as ``close``.
 """
 
 from __future__ import annotations
@@ -71,8 +72,14 @@ ON_STREAM_CLOSE: dict[CallState, Verdict] = {
 
 
 def body_closed(call: Call) -> None:
-    """A close of the response body (our body wrapper's ``close`` / ``aclose``), by whatever path and thread."""
+    """A close of the response body (our body wrapper's ``close`` / ``aclose``), by whatever path and thread. A call
+    whose events no generator of ours observes (the caller parses the body itself: ``iter_lines``) ends here, as
+    the caller's close, whatever the body had read: nothing else of ours would see its end."""
     if call.tracker.ended:
+        return
+    if not call.observed:
+        call.body = _CLOSED
+        finish(call, EndReason.CLOSE)
         return
     body, verdict = ON_BODY_CLOSE[call.body, call.state]
     call.body = body
