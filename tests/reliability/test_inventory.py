@@ -28,6 +28,7 @@ from otelstream import names
 from otelstream.adapters import _patch, inventory
 from otelstream.adapters._patch import Fact
 from tests.adapters.test_websocket import ws_url  # noqa: F401 (a local WebSocket server, for the WebSocket facts)
+from tests.reliability.order_canaries import ORDER_CANARIES
 from tests.support.clients import anthropic_client, openai_client
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import OPENAI_WEBSOCKET_LANES, OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
@@ -155,6 +156,7 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
     ("openai._websocket_connection", _WS_CONNECTION): _websocket_connection,
     ("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id"):
         _websocket_lane,
+    **ORDER_CANARIES,
 }  # fmt: skip
 UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
 
