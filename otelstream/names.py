@@ -232,7 +232,8 @@ GENAI_PEER_SCOPES: Final = (
 )
 # Of those, the ones that record no gen_ai.client.* metrics of their own (the Anthropic SDK's tracing has no meter):
 # under their span otelstream still records those metrics, or the call would have none. Under any other GenAI peer's
-# CLIENT span it leaves them to the peer, which records them for the same call (its otelstream_* series stay).
+# CLIENT span it leaves them to the peer in the MeterProvider the two share (its otelstream.* instruments stay); its
+# own Prometheus registry, which no peer writes, keeps every series.
 GENAI_SCOPES_WITHOUT_METRICS: Final = ("com.anthropic.sdk.python",)
 TRACER_NAME: Final = "otelstream"
 

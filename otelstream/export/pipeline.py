@@ -321,17 +321,19 @@ class Pipeline:
             common = handle.labels[:-1]
             with _guard.guard("export.labels"):
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
-            # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
-            semconv = None if peer_records_metrics(handle.peer_scope) else self.semconv
             measures = None
             with _guard.guard("export.measures"):
-                measures = Measures(report, handle.labels[-1], semconv)  # once, for every metric sink
+                measures = Measures(report, handle.labels[-1], self.semconv)  # once, for every metric sink
             if measures is not None and self.prometheus is not None:
+                # otelstream's own registry, which no other instrumentation writes: every series, always
                 with _guard.guard("export.prometheus"):
                     self.prometheus.record(measures, handle, common)
             if measures is not None and self.otel is not None:
                 with _guard.guard("export.otel_metrics"):
-                    self.otel.record(measures, handle, common)
+                    # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics through
+                    # the MeterProvider the two share: not twice there.
+                    shared = measures.own_only() if peer_records_metrics(handle.peer_scope) else measures
+                    self.otel.record(shared, handle, common)
         if self.reports is not None:
             self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():
