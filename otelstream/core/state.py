@@ -440,7 +440,7 @@ class StreamState:
         self.add_anomaly(kind, detail)
 
     def add_anomaly(self, kind: str, detail: str = "") -> None:
-        """Record an anomaly, also after the end (``core.ending``: those only the end can judge)."""
+        """Record an anomaly, also after the end (``core.report_assembly``: those only the end can judge)."""
         r = self.rare()
         counts = r._anomaly_counts
         if counts is None:

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 
 from otelstream import _guard, names
 from otelstream.config import Settings
-from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
+from otelstream.core.stream_listener import Ended
 from otelstream.export import prometheus as prom
-from otelstream.export import self_check
+from otelstream.export import self_check_gauge
 from otelstream.export._sdk_internals import otel_readers
 from otelstream.export.dispatcher import Dispatcher
 from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
@@ -92,7 +92,7 @@ _DROP_WARNING_EVERY_S = 60.0  # one warning per minute at most: a full queue mus
 
 
 class Pipeline:
-    """Implements ``otelstream.core.listener.StreamListener``."""
+    """Implements ``otelstream.core.stream_listener.StreamListener``."""
 
     def __init__(
         self,
@@ -134,7 +134,8 @@ class Pipeline:
                     logger.warning(
                         "otelstream: metric_attributes=%s ignored: this registry's series already have the labels of "
                         "metric_attributes=%s (one set per registry and process)",
-                        ",".join(schema.attribute_keys), ",".join(families.schema.attribute_keys),
+                        ",".join(schema.attribute_keys),
+                        ",".join(families.schema.attribute_keys),
                     )
                     schema = families.schema
                 self.prometheus = prom.PrometheusSink(families, self.live)
@@ -154,7 +155,9 @@ class Pipeline:
             self.labels = JointTables(tables)
         self.reports = ReportCallback(settings.on_report, settings.queue_size) if settings.on_report else None
         # the runtime self-check's gauge is shown wherever this pipeline records
-        self_check.attach(self.registry if self.prometheus is not None else None, meter_provider, self.otel is not None)
+        self_check_gauge.attach(
+            self.registry if self.prometheus is not None else None, meter_provider, self.otel is not None
+        )
 
         # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
         # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)
