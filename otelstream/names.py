@@ -6,6 +6,7 @@ change one only together with the contract. Pure module: no imports beyond the s
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
 # --- surfaces -------------------------------------------------------------------------
@@ -120,6 +121,27 @@ ABANDON_GC: Final = "gc"
 ABANDON_CANCEL: Final = "cancel"
 ABANDON_IDLE: Final = "idle"
 ABANDON_REASONS: Final = (ABANDON_CLOSE, ABANDON_GC, ABANDON_CANCEL, ABANDON_IDLE)
+
+
+class EndReason(str, enum.Enum):
+    """How a stream's body ended, as the code that saw it end says (``StreamTracker.conclude``'s ``how``); the
+    outcome follows from it only when no terminal event decided one. Each member is its string, so a caller still
+    passing the plain string is understood alike."""
+
+    EOF = "eof"  # the body ended before a terminal event: cut
+    CLOSE = ABANDON_CLOSE  # the caller closed the stream: abandoned
+    GC = ABANDON_GC  # the stream was collected unclosed: abandoned
+    CANCEL = ABANDON_CANCEL  # the caller's task was cancelled mid-read: abandoned
+    IDLE = ABANDON_IDLE  # no pull for abandon_after_s, the body still open: abandoned
+    ERROR = "error"  # an in-band error reached the caller as the SDK's exception
+    TRANSPORT_ERROR = "transport_error"  # the connection or the body's decoding failed
+    HTTP_ERROR = "http_error"  # the server answered with an error status
+
+    def __str__(self) -> str:  # the value, as the plain string (before 3.11 a mixed-in Enum prints its name)
+        return str.__str__(self)
+
+
+END_REASONS: Final = tuple(EndReason)
 
 # --- sequence anomaly kinds (label `kind` of otelstream_stream_sequence_anomalies_total) -------------
 SEQ_GAP: Final = "gap"

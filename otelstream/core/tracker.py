@@ -44,19 +44,19 @@ from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPON
 from otelstream.core.report import Stall, StreamReport
 from otelstream.core.report_assembly import build_report, final_anomalies
 from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Observer, StreamState
+from otelstream.names import EndReason
 
 # how a stream ended, when no terminal condition decides the outcome
-_END_OUTCOME = {
-    "eof": (names.CUT, None),
-    "close": (names.ABANDONED, names.ABANDON_CLOSE),
-    "gc": (names.ABANDONED, names.ABANDON_GC),
-    "cancel": (names.ABANDONED, names.ABANDON_CANCEL),
-    "idle": (names.ABANDONED, names.ABANDON_IDLE),
-    "transport_error": (names.TRANSPORT_ERROR, None),
-    "http_error": (names.HTTP_ERROR, None),
-    "error": (names.ERROR, None),
+_END_OUTCOME: dict[str, tuple[str, str | None]] = {
+    EndReason.EOF: (names.CUT, None),
+    EndReason.CLOSE: (names.ABANDONED, names.ABANDON_CLOSE),
+    EndReason.GC: (names.ABANDONED, names.ABANDON_GC),
+    EndReason.CANCEL: (names.ABANDONED, names.ABANDON_CANCEL),
+    EndReason.IDLE: (names.ABANDONED, names.ABANDON_IDLE),
+    EndReason.TRANSPORT_ERROR: (names.TRANSPORT_ERROR, None),
+    EndReason.HTTP_ERROR: (names.HTTP_ERROR, None),
+    EndReason.ERROR: (names.ERROR, None),
 }
-END_REASONS = tuple(_END_OUTCOME)
 
 # flat-path codes per surface for SDK models, and + _RAW for decoded JSON (what our copies of the SDKs' ``__stream__``
 # pass: plain dicts, so no pydantic attribute protocol and no type lookups per field)
@@ -387,7 +387,11 @@ class StreamTracker(StreamState):
 
     # --- the end ------------------------------------------------------------------------------------------
     def end(
-        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
+        self,
+        how: EndReason | str,
+        error_type: str | None = None,
+        now: int | None = None,
+        exc: BaseException | None = None,
     ) -> StreamReport | None:
         """Finish the stream and assemble its report: ``conclude``, then ``final_report``. Returns the report the
         first time, None afterwards."""
@@ -396,14 +400,18 @@ class StreamTracker(StreamState):
         return self.final_report()
 
     def conclude(
-        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
+        self,
+        how: EndReason | str,
+        error_type: str | None = None,
+        now: int | None = None,
+        exc: BaseException | None = None,
     ) -> bool:
         """Finish the stream: True the first time (first call wins), False afterwards. It records only what cannot
         wait (the times the adapters keep stamping, how the stream ended); the report is assembled later by
         ``final_report``, on the export thread or wherever it is asked for first, off the caller's path.
 
-        ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
-        reached the caller as an SDK exception), transport_error, http_error. ``exc``: the exception that ended it,
+        ``how``: a ``names.EndReason`` (a plain string of one is read alike, and any other as a transport error).
+        ``exc``: the exception that ended it,
         if one did: its HTTP status and its type (a timeout or a reset) decide the error class."""
         with _END_LOCK:
             if self.ended:
@@ -425,10 +433,10 @@ class StreamTracker(StreamState):
         if tp and last and tp > last:
             r.consumer_ns += tp - last
         r.consumer_ns += self._pre_pull_ns
-        if how == "error":
+        if how == EndReason.ERROR:
             self.set_error_type(error_type)
             self.outcome_seen(names.ERROR, terminal=False)
-        elif error_type is not None and how in ("transport_error", "http_error"):
+        elif error_type is not None and how in (EndReason.TRANSPORT_ERROR, EndReason.HTTP_ERROR):
             self.set_error_type(error_type)
         abandoned_reason = None
         if self.rank >= RANK_INCOMPLETE:

@@ -24,7 +24,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from otelstream import _guard, names
+from otelstream import _guard
 from otelstream.config import Settings
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
@@ -40,6 +40,7 @@ from otelstream.export.points import Measures, Schema
 from otelstream.export.reports import ReportCallback
 from otelstream.export.spans import SpanSink, peer_records_metrics
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
+from otelstream.names import EndReason
 
 logger = logging.getLogger("otelstream")
 
@@ -379,7 +380,7 @@ class Pipeline:
 
     def _on_idle(self, tracker: Tracked, handle: StreamHandle) -> None:
         # False: the stream ended on its own meanwhile; its report is on its way
-        if tracker.conclude(names.ABANDON_IDLE):
+        if tracker.conclude(EndReason.IDLE):
             self.stream_finished(tracker, handle)  # assembled on the metrics thread, as any other
 
     def _on_orphan(self, handle: StreamHandle) -> None:
