@@ -142,6 +142,7 @@ class EndReason(str, enum.Enum):
 
 
 END_REASONS: Final = tuple(EndReason)
+MAX_REASON_LEN: Final = 64  # characters kept of an error type or a finish reason (strings the server chose)
 
 # --- sequence anomaly kinds (label `kind` of otelstream_stream_sequence_anomalies_total) -------------
 SEQ_GAP: Final = "gap"

@@ -36,6 +36,7 @@ from otelstream.core.chunk_time import BOUNDS_PADDED as _BOUNDS_PADDED
 from otelstream.core.chunk_time import CHUNK_BOUNDS_NS as _CHUNK_BOUNDS_NS
 from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
+from otelstream.core.outcome_rank import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE
 from otelstream.core.protocols import DELTA as _DELTA
 from otelstream.core.protocols import KEEPALIVE as _KEEPALIVE
 from otelstream.core.protocols import OTHER as _OTHER
@@ -43,7 +44,7 @@ from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_
 from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPONSES_REASONING_DELTA_TYPES
 from otelstream.core.report import Stall, StreamReport
 from otelstream.core.report_assembly import build_report, final_anomalies
-from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Observer, StreamState
+from otelstream.core.state import Observer, StreamState
 from otelstream.names import EndReason
 
 # how a stream ended, when no terminal condition decides the outcome
