@@ -1,11 +1,12 @@
 """The per-stream state: everything one stream's tracker knows, and the methods through which the protocol modules
 (``core/protocols/``) report what an event says: terminal conditions, usage, sequence numbers, choices, anomalies.
 
-``StreamState`` is the tracker's base class (``core/tracker.py`` adds the hot path and the end); the protocol
-modules depend on this module only. Its own bases keep the sequence numbers (``core/sequence_numbers.py``) and the
-choices (``core/choices.py``); the fields only rare events write live in side objects (``core/side_objects.py``). These methods run on rare events (not per delta) and every one keeps the
-tracker's invariants: O(1) time and bounded memory per stream, no input makes them raise (wrong types, missing
-fields, NaN usage become anomalies).
+``StreamState`` is the tracker's base (``core/stream_end.py`` adds the end, ``core/tracker.py`` the hot path); the
+protocol modules depend on this module only. Its own bases keep the sequence numbers (``core/sequence_numbers.py``)
+and the choices (``core/choices.py``); the fields only rare events write live in side objects
+(``core/side_objects.py``). These methods run on rare events (not per delta) and every one keeps the tracker's
+invariants: O(1) time and bounded memory per stream, no input makes them raise (wrong types, missing fields, NaN
+usage become anomalies).
 """
 
 from __future__ import annotations

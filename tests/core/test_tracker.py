@@ -263,7 +263,7 @@ def test_conclude_records_the_end_and_the_report_is_assembled_later(clock: FakeC
 
 def test_report_assembled_exactly_once_across_threads(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
     """The export thread and ``report_of`` may ask at the same moment: one assembly, one object for all."""
-    from otelstream.core import tracker as tracker_module
+    from otelstream.core import stream_end as tracker_module
 
     built: list[str] = []
     real = tracker_module.build_report
