@@ -32,12 +32,13 @@ from otelstream.core.stream_listener import Ended
 from otelstream.export import prometheus as prom
 from otelstream.export import self_check_gauge
 from otelstream.export.dispatcher import Dispatcher
+from otelstream.export.genai_peers import peer_records_metrics
 from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
 from otelstream.export.labels import finished
 from otelstream.export.metric_sinks import MetricSinks, default_registry
 from otelstream.export.points import Measures
 from otelstream.export.reports import ReportCallback
-from otelstream.export.spans import SpanSink, peer_records_metrics
+from otelstream.export.spans import SpanSink
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
 from otelstream.names import EndReason
 
