@@ -175,7 +175,9 @@ class StreamTracker(StreamEnd):
             self.wait_ns += wait
             if wait > self._wait_alarm:
                 self._long_wait(tp, wait)
-        # deltas = 1 + the chunk counts, the last event time is t_prev_delta
+        # deltas = 1 + the chunk counts, the last event time is t_prev_delta. This accounting stands here and in
+        # plain_delta inline (a call per event would cost more than it); tests/adapters/test_flat_path.py pins both
+        # to the general path's (_wait_ended, bisect placement) at every bucket bound.
         gap = now - self.t_prev_delta
         self.t_prev_delta = now
         if gap > _FIRST_BOUND_NS:  # = bisect_left(_CHUNK_BOUNDS_NS, gap), the general path's placement
@@ -207,7 +209,8 @@ class StreamTracker(StreamEnd):
         ``event``."""
         if not self._fast or choice != self.last_choice or self._fast_code == _FAST_RESPONSES:
             return False
-        # the flat path's accounting, inline as there (a call per event would cost more than the accounting)
+        # the flat path's accounting, inline as there (a call per event would cost more than the accounting); pinned
+        # to the general path's by tests/adapters/test_flat_path.py
         now = self.clock()
         frame = self.t_frame
         if frame:
