@@ -31,19 +31,19 @@ import json, time
 import anthropic, openai  # the application's imports
 from prometheus_client import CollectorRegistry
 import otelstream
-from otelstream.doctor import selfcheck
+from otelstream.doctor import runtime_check
 
 cpu, wall = time.process_time(), time.monotonic()
 otelstream.instrument(registry=CollectorRegistry(), self_check=True)
-thread = selfcheck.STATE.thread
+thread = runtime_check.STATE.thread
 if thread is not None:
     thread.join(60)
 print(json.dumps({
-    "thread_cpu_s": selfcheck.STATE.cpu_s,
+    "thread_cpu_s": runtime_check.STATE.cpu_s,
     "process_cpu_s": time.process_time() - cpu,
     "wall_s": time.monotonic() - wall,
-    "failures": selfcheck.STATE.failures,
-    "checked": sorted(selfcheck.STATE.done),
+    "failures": runtime_check.STATE.failures,
+    "checked": sorted(runtime_check.STATE.done),
     "openai": openai.__version__,
     "anthropic": anthropic.__version__,
 }))

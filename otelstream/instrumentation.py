@@ -69,10 +69,10 @@ def instrument(
         )
         _pipeline = pipeline
         if cfg.self_check:  # docs/api.md: the doctor's small matrix, once, in the background
-            from otelstream.doctor import selfcheck
-            from otelstream.export import self_check
+            from otelstream.doctor import runtime_check
+            from otelstream.export import self_check_gauge
 
-            selfcheck.start(self_check.publish)
+            runtime_check.start(self_check_gauge.publish)
 
 
 def uninstrument(timeout: float = 5.0) -> None:
@@ -81,9 +81,9 @@ def uninstrument(timeout: float = 5.0) -> None:
     exporter hangs; ``instrument()`` can run again meanwhile (the lock is held only to swap the patches)."""
     global _pipeline
     deadline = time.monotonic() + max(0.0, timeout)
-    selfcheck = sys.modules.get("otelstream.doctor.selfcheck")
-    if selfcheck is not None:  # a run in progress ends between two cells; its thread is joined
-        selfcheck.stop(min(2.0, max(0.0, timeout)))
+    runtime_check = sys.modules.get("otelstream.doctor.runtime_check")
+    if runtime_check is not None:  # a run in progress ends between two cells; its thread is joined
+        runtime_check.stop(min(2.0, max(0.0, timeout)))
     with _lock:
         pipeline = _pipeline
         _pipeline = None

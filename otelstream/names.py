@@ -158,17 +158,21 @@ ABANDON_REASONS: Final = (ABANDON_CLOSE, ABANDON_GC, ABANDON_CANCEL, ABANDON_IDL
 
 
 class EndReason(str, enum.Enum):
-    """How a stream ended, as an adapter tells the tracker (first end wins); the outcome follows from it when no
-    terminal condition was seen."""
+    """How a stream's body ended, as the code that saw it end says (``StreamTracker.conclude``'s ``how``); the
+    outcome follows from it only when no terminal event decided one. Each member is its string, so a caller still
+    passing the plain string is understood alike."""
 
-    EOF = "eof"
-    CLOSE = "close"
-    GC = "gc"
-    CANCEL = "cancel"
-    IDLE = "idle"
-    ERROR = "error"
-    TRANSPORT_ERROR = "transport_error"
-    HTTP_ERROR = "http_error"
+    EOF = "eof"  # the body ended before a terminal event: cut
+    CLOSE = ABANDON_CLOSE  # the caller closed the stream: abandoned
+    GC = ABANDON_GC  # the stream was collected unclosed: abandoned
+    CANCEL = ABANDON_CANCEL  # the caller's task was cancelled mid-read: abandoned
+    IDLE = ABANDON_IDLE  # no pull for abandon_after_s, the body still open: abandoned
+    ERROR = "error"  # an in-band error reached the caller as the SDK's exception
+    TRANSPORT_ERROR = "transport_error"  # the connection or the body's decoding failed
+    HTTP_ERROR = "http_error"  # the server answered with an error status
+
+    def __str__(self) -> str:  # the value, as the plain string (before 3.11 a mixed-in Enum prints its name)
+        return str.__str__(self)
 
 
 class CallState(enum.Enum):
@@ -188,6 +192,10 @@ class BodyState(enum.Enum):
     FAILED = "failed"  # a read raised before any close
     CLOSED = "closed"  # closed before its end (no read raised yet)
     CLOSED_THEN_FAILED = "closed_then_failed"  # a read raised after the body was closed under it
+
+
+END_REASONS: Final = tuple(EndReason)
+MAX_REASON_LEN: Final = 64  # characters kept of an error type or a finish reason (strings the server chose)
 
 # --- sequence anomaly kinds (label `kind` of otelstream_stream_sequence_anomalies_total) -------------
 SEQ_GAP: Final = "gap"
@@ -303,7 +311,8 @@ GENAI_PEER_SCOPES: Final = (
 )
 # Of those, the ones that record no gen_ai.client.* metrics of their own (the Anthropic SDK's tracing has no meter):
 # under their span otelstream still records those metrics, or the call would have none. Under any other GenAI peer's
-# CLIENT span it leaves them to the peer, which records them for the same call (its otelstream_* series stay).
+# CLIENT span it leaves them to the peer in the MeterProvider the two share (its otelstream.* instruments stay); its
+# own Prometheus registry, which no peer writes, keeps every series.
 GENAI_SCOPES_WITHOUT_METRICS: Final = ("com.anthropic.sdk.python",)
 TRACER_NAME: Final = "otelstream"
 

@@ -58,14 +58,14 @@ def _install(variant: str, surface: str):  # type: ignore[no-untyped-def]
         if base in ("otel", "all"):
             kw["meter_provider"] = setup.meter_provider = mp
     otelstream.instrument(**kw)
-    from otelstream.core import tracker
+    from otelstream.core import stream_end, tracker
     from otelstream.export import pipeline
 
     if "pipeline" in stubs:
         pipeline.Pipeline.stream_started = lambda self, start, tracker, parent=None: None  # type: ignore[method-assign]
         pipeline.Pipeline.stream_finished = lambda self, report, handle: None  # type: ignore[method-assign]
     if "report" in stubs:
-        tracker.build_report = lambda *a: None  # type: ignore[assignment]
+        stream_end.build_report = lambda *a: None  # type: ignore[assignment]
     if "events" in stubs:
         tracker.StreamTracker.event = lambda self, ev, name=None: None  # type: ignore[method-assign]
     return setup

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from otelstream.adapters import inventory
 from otelstream.adapters._patch import PATCHER
-from otelstream.core.listener import StreamListener
+from otelstream.core.stream_listener import StreamListener
 
 
 def install(

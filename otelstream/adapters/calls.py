@@ -41,8 +41,8 @@ from typing import Any
 
 from otelstream import _guard, _process, attribution, names
 from otelstream.adapters import _patch
-from otelstream.core.listener import StreamListener
 from otelstream.core.report import Attributes, StreamReport, StreamStart
+from otelstream.core.stream_listener import StreamListener
 from otelstream.core.tracker import StreamTracker
 from otelstream.names import BodyState, CallState, EndReason
 

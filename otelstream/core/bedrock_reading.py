@@ -77,11 +77,11 @@ class BedrockBodyReader:
         if exception and client.sdk and not client.stopped:
             # botocore raises the exception from the iteration: the caller reads no further
             client.stopped = True
-            client.end("error")
+            client.end(names.EndReason.ERROR)
 
     def broken(self, exc: EventStreamDecodeError) -> None:
         t = self.client.tracker
         if not t.ended:
             t.anomaly(names.ANOM_UNDECODABLE, str(exc))
             self.client.stopped = True
-            self.client.end("transport_error", exc)
+            self.client.end(names.EndReason.TRANSPORT_ERROR, exc)

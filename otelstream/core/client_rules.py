@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from otelstream import names
 from otelstream.core.tracker import StreamTracker
+from otelstream.names import EndReason
 
 DONE: Final = "[DONE]"  # the decoded value of a ``data: [DONE]`` payload (openai: ``data.startswith("[DONE]")``)
 _DONE_BYTES: Final = b"[DONE]"
@@ -122,7 +123,7 @@ class ClientReader:
                 if name == "error":
                     t.anomaly(names.ANOM_UNDECODABLE, f"error event: {value.reason}")
                     if self.sdk:
-                        self._stop("error")
+                        self._stop(EndReason.ERROR)
                     return
                 if value is EMPTY:
                     return
@@ -130,7 +131,7 @@ class ClientReader:
             t.anomaly(names.ANOM_UNDECODABLE, value.reason + (f" (event {name!r})" if name else ""))
             if self.sdk:
                 # the SDK's JSONDecodeError, a ValueError, reaches the caller and decides the error class
-                self._stop("transport_error", ValueError(value.reason))
+                self._stop(EndReason.TRANSPORT_ERROR, ValueError(value.reason))
             return
         self.deliver(value, name)
 
@@ -138,11 +139,11 @@ class ClientReader:
         """An event reaches the caller."""
         self.tracker.event(value, name)
 
-    def end(self, how: str, exc: BaseException | None = None) -> None:
+    def end(self, how: EndReason, exc: BaseException | None = None) -> None:
         """The client stopped reading by raising (an SDK only)."""
         self.tracker.end(how, exc=exc)
 
-    def _stop(self, how: str, exc: BaseException | None = None) -> None:
+    def _stop(self, how: EndReason, exc: BaseException | None = None) -> None:
         self.stopped = True
         self.end(how, exc)
 

@@ -1,22 +1,27 @@
 """The per-stream state: everything one stream's tracker knows, and the methods through which the protocol modules
 (``core/protocols/``) report what an event says: terminal conditions, usage, sequence numbers, choices, anomalies.
 
-``StreamState`` is the tracker's base class (``core/tracker.py`` adds the hot path and the end); the protocol
-modules depend on this module only. These methods run on rare events (not per delta) and every one keeps the
-tracker's invariants: O(1) time and bounded memory per stream, no input makes them raise (wrong types, missing
-fields, NaN usage become anomalies).
+``StreamState`` is the tracker's base (``core/stream_end.py`` adds the end, ``core/tracker.py`` the hot path); the
+protocol modules depend on this module only. Its own bases keep the sequence numbers (``core/sequence_numbers.py``)
+and the choices (``core/choices.py``); the fields only rare events write live in side objects
+(``core/side_objects.py``). These methods run on rare events (not per delta) and every one keeps the tracker's
+invariants: O(1) time and bounded memory per stream, no input makes them raise (wrong types, missing fields, NaN
+usage become anomalies).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from otelstream import names
+from otelstream.core.choices import Choices
 from otelstream.core.errors import NO_ERROR_FIELDS, ErrorFields
+from otelstream.core.outcome_rank import RANK_BY_OUTCOME, RANK_ERROR, RANK_NONE
 from otelstream.core.report import Anomaly, RateLimit, Stall, StreamReport, StreamStart
+from otelstream.core.sequence_numbers import NO_SEQUENCE, Sequence, SequenceNumbers
+from otelstream.core.side_objects import NO_RARE, NO_TOKENS, Rare, Tokens, forwarded
 
 Clock = Callable[[], int]
 # one wire protocol's reading of an event (``core/protocols/``): (the stream's state, the event's field dict, its SSE
@@ -24,129 +29,10 @@ Clock = Callable[[], int]
 # property read per event), the event itself: for fields an SDK model keeps as extras) -> DELTA, OTHER or KEEPALIVE
 Observer = Callable[["StreamState", dict[str, Any], object, object], int]
 
-# outcome ranks for precedence: error > failed > incomplete > completed
-RANK_NONE, RANK_COMPLETED, RANK_INCOMPLETE, RANK_FAILED, RANK_ERROR = 0, 1, 2, 3, 4
-OUTCOME_BY_RANK = {
-    RANK_COMPLETED: names.COMPLETED,
-    RANK_INCOMPLETE: names.INCOMPLETE,
-    RANK_FAILED: names.FAILED,
-    RANK_ERROR: names.ERROR,
-}
-_RANK_BY_OUTCOME = {v: k for k, v in OUTCOME_BY_RANK.items()}
-
 _RARE_LOCK = threading.Lock()  # StreamState.rare: the side object is made exactly once per stream
-_SEQ_WINDOW = 64
-_SEQ_MASK = (1 << _SEQ_WINDOW) - 1
-MAX_CHOICES = 128
-_MAX_ERROR_TYPE_LEN = 64
 _INT64_MAX = names.MAX_COUNT
 
-class Rare:
-    """The fields only rare events and the end write (errors, finishes, stalls, anomalies, the end itself): a side
-    object made on the first write, so an open stream in mid-answer carries one slot for all of them (memory per
-    open stream is budgeted; every slot is 8 bytes)."""
-
-    __slots__ = (
-        "_anomalies",
-        "_anomaly_counts",
-        "_choices_finished",
-        "_ending",
-        "_stalls",
-        "choices_seen",
-        "consumer_ns",
-        "done_ended",
-        "error_fields",
-        "error_type",
-        "finish_reasons",
-        "max_keepalive_gap_ns",
-        "report",
-        "stall_count",
-        "starting_after",
-        "t_keepalive",
-        "t_terminal",
-    )
-
-    def __init__(self) -> None:
-        self._anomalies: list[Anomaly] | None = None
-        self._anomaly_counts: dict[str, int] | None = None
-        self._choices_finished: dict[int, str] | None = None
-        # how the stream ended (outcome, abandoned reason, end time, error class), set by the end: the report is
-        # assembled from it and the state later, on the export thread or for otelstream.report_of
-        self._ending: tuple[str, str | None, int, str | None] | None = None
-        self._stalls: list[Stall] | None = None
-        self.choices_seen: set[int] | None = None
-        self.consumer_ns = 0
-        self.done_ended = False  # chat/completions: [DONE] was the terminal condition (no finish on every choice)
-        self.error_fields: ErrorFields = NO_ERROR_FIELDS  # the first in-band error body's code, type, status
-        self.error_type: str | None = None
-        self.finish_reasons: list[str] = []
-        self.max_keepalive_gap_ns = 0  # the largest gap between two keepalives: a proxy's read timeout must exceed it
-        self.report: StreamReport | None = None  # the one report, once assembled (StreamTracker.final_report)
-        self.stall_count = 0
-        self.starting_after: int | None = None
-        self.t_keepalive = 0  # the last keepalive's time (0: none yet, or no clock for it)
-        self.t_terminal = 0
-
-
-class Tokens:
-    """The token counts as the server reported them (None: not reported): made at the first usage object."""
-
-    __slots__ = (
-        "usage_cache_read",
-        "usage_cache_write",
-        "usage_input",
-        "usage_input_raw",
-        "usage_output",
-        "usage_reasoning",
-    )
-
-    def __init__(self) -> None:
-        self.usage_input: int | None = None
-        self.usage_input_raw: int | None = None  # Anthropic: input before adding the cache counts
-        self.usage_output: int | None = None
-        self.usage_cache_read: int | None = None
-        self.usage_cache_write: int | None = None
-        self.usage_reasoning: int | None = None
-
-
-class Sequence:
-    """Sequence-number bookkeeping beyond the next number expected (Responses only): made at the first number."""
-
-    __slots__ = (
-        "_seq_last_at",
-        "_seq_win_top",
-        "seq_bad_start",
-        "seq_duplicates",
-        "seq_first",
-        "seq_gaps",
-        "seq_last",
-        "seq_missing",
-        "seq_out_of_order",
-        "seq_skipped",
-        "seq_window",
-    )
-
-    def __init__(self) -> None:
-        self.seq_first: int | None = None
-        self.seq_last: int | None = None
-        self.seq_window = 0  # bit k set: number (_seq_win_top - 1 - k) was seen
-        self._seq_win_top = 0
-        self._seq_last_at = 0  # seq_next when seq_last was recorded
-        self.seq_gaps = 0
-        self.seq_skipped = 0
-        self.seq_duplicates = 0
-        self.seq_out_of_order = 0
-        self.seq_bad_start = False
-        self.seq_missing = False
-
-
-NO_RARE = Rare()  # read-only defaults for the forwarding properties (never written: writes make a side object)
-NO_RARE.finish_reasons = ()  # type: ignore[assignment]
-NO_TOKENS = Tokens()
-NO_SEQUENCE = Sequence()
-
-
-class StreamState:
+class StreamState(SequenceNumbers, Choices):
     """What one stream's tracker knows. Not thread-safe by design: one stream is consumed by one thread at a time."""
 
     # per surface, its protocol module's observer and the tracker's flat-path code, and both for any other surface:
@@ -363,76 +249,7 @@ class StreamState:
         return self.deltas + self.others
 
     # --- called by protocol modules (rare events, not per delta) --------------------------------------------
-    def sequence(self, n: object) -> None:
-        """Check one ``sequence_number`` (per response, O(1)). Protocol modules take the in-order case themselves
-        (``n == seq_next``: just advance ``seq_next``); the 64-number window of what was seen is brought up to date
-        here, lazily: every number from ``_seq_win_top`` to ``seq_next - 1`` arrived in order."""
-        if type(n) is not int or not 0 <= n <= _INT64_MAX:
-            if n is None:
-                self.missing_sequence()
-            else:
-                # wrong type, negative, or beyond what any exporter can encode (int64)
-                self.anomaly(names.ANOM_BAD_FIELD, f"sequence_number {type(n).__name__}")
-            return
-        q = self.seq_state()
-        nxt = self.seq_next
-        if nxt is None:
-            q.seq_first = n
-            starting_after = self._rare.starting_after if self._rare is not None else None
-            expected = 0 if starting_after is None else starting_after + 1
-            if n != expected:
-                q.seq_bad_start = True
-                self.anomaly(names.ANOM_SEQUENCE_BAD_START, f"expected {expected}, got {n}")
-            q.seq_window = 1
-        else:
-            run = nxt - q._seq_win_top  # numbers that arrived in order since the window was last updated
-            if run >= _SEQ_WINDOW:
-                q.seq_window = _SEQ_MASK
-            elif run:
-                q.seq_window = ((q.seq_window << run) | ((1 << run) - 1)) & _SEQ_MASK
-            if n >= nxt:
-                if n > nxt:
-                    q.seq_gaps += 1
-                    q.seq_skipped += n - nxt
-                    self.anomaly(names.ANOM_SEQUENCE_GAP, f"expected {nxt}, got {n}")
-                shift = n - nxt + 1
-                q.seq_window = ((q.seq_window << shift) | 1) & _SEQ_MASK if shift < _SEQ_WINDOW else 1
-            else:
-                back = nxt - 1 - n
-                first = q.seq_first if q.seq_first is not None else 0
-                if back < _SEQ_WINDOW and n >= first and (q.seq_window >> back) & 1:
-                    q.seq_duplicates += 1
-                    self.anomaly(names.ANOM_SEQUENCE_DUPLICATE, f"{n} seen before")
-                else:
-                    q.seq_out_of_order += 1
-                    self.anomaly(names.ANOM_SEQUENCE_OUT_OF_ORDER, f"{n} after {self.last_sequence()}")
-                    if back < _SEQ_WINDOW:
-                        q.seq_window |= 1 << back
-                q._seq_win_top = nxt
-                q.seq_last = n
-                q._seq_last_at = nxt
-                return
-        self.seq_next = n + 1
-        q._seq_win_top = n + 1
-        q.seq_last = n
-        q._seq_last_at = n + 1
-
-    def last_sequence(self) -> int | None:
-        """The sequence number seen last: ``seq_next - 1`` unless the last one seen arrived out of order."""
-        nxt = self.seq_next
-        if nxt is None:
-            return None
-        q = self._seq
-        if q is not None and q._seq_last_at == nxt:
-            return q.seq_last
-        return nxt - 1
-
-    def missing_sequence(self) -> None:
-        q = self.seq_state()
-        if not q.seq_missing:
-            q.seq_missing = True
-            self.anomaly(names.ANOM_SEQUENCE_MISSING, "event without sequence_number")
-
+    # sequence numbers (Responses) and choices (chat, completions): the base classes, each in its module
     def anomaly(self, kind: str, detail: str = "") -> None:
         r = self._rare
         if r is not None and r._ending is not None:
@@ -440,7 +257,7 @@ class StreamState:
         self.add_anomaly(kind, detail)
 
     def add_anomaly(self, kind: str, detail: str = "") -> None:
-        """Record an anomaly, also after the end (``core.ending``: those only the end can judge)."""
+        """Record an anomaly, also after the end (``core.report_assembly``: those only the end can judge)."""
         r = self.rare()
         counts = r._anomaly_counts
         if counts is None:
@@ -453,7 +270,7 @@ class StreamState:
 
     def outcome_seen(self, outcome: str, *, terminal: bool) -> None:
         """A terminal-ish condition: keeps the highest-precedence outcome seen; ``terminal`` ends the answer."""
-        rank = _RANK_BY_OUTCOME[outcome]
+        rank = RANK_BY_OUTCOME[outcome]
         if rank > self.rank:
             self.rank = rank
         if terminal and not self.terminal:
@@ -476,7 +293,7 @@ class StreamState:
         if isinstance(value, str) and value:
             r = self.rare()
             if r.error_type is None:
-                r.error_type = value[:_MAX_ERROR_TYPE_LEN]
+                r.error_type = value[: names.MAX_REASON_LEN]
 
     def error_seen(self, fields: ErrorFields) -> None:
         """An error body (in-band, after HTTP 200): its code, else its type, is the stream's ``error_type``; all three
@@ -485,66 +302,6 @@ class StreamState:
         if r.error_fields is NO_ERROR_FIELDS:
             r.error_fields = fields
         self.set_error_type(fields[0] or fields[1])
-
-    def add_finish_reason(self, reason: object) -> None:
-        if isinstance(reason, str):
-            found = self.rare().finish_reasons
-            if len(found) < MAX_CHOICES:
-                found.append(reason[:_MAX_ERROR_TYPE_LEN])
-
-    def choice_seen(self, index: object) -> int | None:
-        """Track a chat/completions choice index (bounded); returns it, or None when unusable. Most streams have one
-        choice: a set of the indices is made only when a second one appears."""
-        if type(index) is not int or index < 0:
-            if index is not None:
-                self.anomaly(names.ANOM_BAD_FIELD, "choice index")
-            return None if index is not None else 0
-        if index == self.last_choice:
-            return index
-        r = self._rare
-        seen = r.choices_seen if r is not None else None
-        if seen is None:
-            if self.last_choice is None:
-                self.last_choice = index
-                return index
-            seen = self.rare().choices_seen = {self.last_choice}  # type: ignore[arg-type]
-        if index not in seen:
-            if len(seen) >= MAX_CHOICES:
-                self.anomaly(names.ANOM_BAD_FIELD, "too many choices")
-                return None
-            seen.add(index)
-            if self.terminal and self.expected_choices is None and self.rank < RANK_FAILED:
-                # "every choice finished" was judged on the choices seen so far (offline, or n not in the request):
-                # a new one means the answer was not over
-                self.terminal = False
-                self.rare().t_terminal = 0
-        self.last_choice = index
-        return index
-
-    def choice_finished(self, index: int, reason: str) -> bool:
-        """Record a choice's finish; returns True when every expected choice has finished."""
-        r = self.rare()
-        finished = r._choices_finished
-        if finished is None:
-            finished = r._choices_finished = {}
-        if index in finished:
-            # a repeated finish (OpenRouter repeats it on its usage chunk) loses nothing: the first one counts, and new
-            # output after it is flagged by the protocol module
-            return False
-        finished[index] = reason
-        self.add_finish_reason(reason)
-        return self.all_choices_finished()
-
-    def all_choices_finished(self) -> bool:
-        r = self._rare
-        finished = r._choices_finished if r is not None else None
-        if not finished:
-            return False
-        n = self.expected_choices
-        if n is not None and n > 0:
-            return len(finished) >= n
-        seen = r.choices_seen  # type: ignore[union-attr]
-        return len(finished) >= (len(seen) if seen is not None else 1)
 
     def tokens(self, value: object, what: str) -> int | None:
         """Validate a token count from the server: a non-negative int, else an anomaly and None."""
@@ -560,26 +317,10 @@ class StreamState:
 
 
 
-def _forward(side: str, make: Callable[[StreamState], object], default: object, name: str) -> property:
-    """A field of a side object read and written as the tracker's own (its default while the object is not made):
-    for the adapters, the end and tests; the protocol modules write the side objects directly."""
-    get_side = attrgetter(side)
-    read = attrgetter(name)
-
-    def fget(self: StreamState) -> Any:
-        obj = get_side(self)
-        return read(default if obj is None else obj)
-
-    def fset(self: StreamState, value: object) -> None:
-        setattr(make(self), name, value)
-
-    return property(fget, fset)
-
-
 for _side, _make, _default, _cls in (
     ("_rare", StreamState.rare, NO_RARE, Rare),
     ("_tokens", StreamState.token_counts, NO_TOKENS, Tokens),
     ("_seq", StreamState.seq_state, NO_SEQUENCE, Sequence),
 ):
     for _name in _cls.__slots__:
-        setattr(StreamState, _name, _forward(_side, _make, _default, _name))
+        setattr(StreamState, _name, forwarded(_side, _make, _default, _name))

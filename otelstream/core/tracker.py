@@ -25,41 +25,28 @@ of ``event`` for it (recorded as the flat path records it; ``takes_plain`` says 
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
 from typing import Any, ClassVar, Protocol
 
 from otelstream import names
-from otelstream.core import errors, protocols
+from otelstream.core import protocols
 from otelstream.core.chunk_time import BOUNDS_BELOW_BITS as _BOUNDS_BELOW_BITS
 from otelstream.core.chunk_time import BOUNDS_PADDED as _BOUNDS_PADDED
 from otelstream.core.chunk_time import CHUNK_BOUNDS_NS as _CHUNK_BOUNDS_NS
 from otelstream.core.chunk_time import FIRST_BOUND_NS as _FIRST_BOUND_NS
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS as _N_CHUNK_BUCKETS
-from otelstream.core.ending import build_report, final_anomalies
+from otelstream.core.outcome_rank import RANK_COMPLETED
 from otelstream.core.protocols import DELTA as _DELTA
 from otelstream.core.protocols import KEEPALIVE as _KEEPALIVE
 from otelstream.core.protocols import OTHER as _OTHER
 from otelstream.core.protocols.responses import DELTA_TYPES as _RESPONSES_DELTA_TYPES
 from otelstream.core.protocols.responses import REASONING_DELTA_TYPES as _RESPONSES_REASONING_DELTA_TYPES
-from otelstream.core.report import Stall, StreamReport
-from otelstream.core.state import OUTCOME_BY_RANK, RANK_COMPLETED, RANK_INCOMPLETE, Observer, StreamState
+from otelstream.core.report import Stall
+from otelstream.core.state import Observer
+from otelstream.core.stream_end import StreamEnd
 
-# how a stream ended, when no terminal condition decides the outcome
-_END_OUTCOME = {
-    "eof": (names.CUT, None),
-    "close": (names.ABANDONED, names.ABANDON_CLOSE),
-    "gc": (names.ABANDONED, names.ABANDON_GC),
-    "cancel": (names.ABANDONED, names.ABANDON_CANCEL),
-    "idle": (names.ABANDONED, names.ABANDON_IDLE),
-    "transport_error": (names.TRANSPORT_ERROR, None),
-    "http_error": (names.HTTP_ERROR, None),
-    "error": (names.ERROR, None),
-}
-END_REASONS = tuple(_END_OUTCOME)
-
-# flat-path codes per surface for SDK models, and + _RAW for decoded JSON (what our copies of the SDKs' ``__stream__``
-# pass: plain dicts, so no pydantic attribute protocol and no type lookups per field)
+# flat-path codes per surface for SDK models, and + _RAW for decoded JSON (what the HTTP-level observer and
+# ``otelstream check`` pass: plain dicts, read by subscripts, where an SDK model is read through its ``__dict__``)
 _FAST_RESPONSES, _FAST_MESSAGES, _FAST_CHAT, _FAST_COMPLETIONS = 1, 2, 3, 4
 _RAW = 4
 _RAW_RESPONSES, _RAW_MESSAGES, _RAW_CHAT = _FAST_RESPONSES + _RAW, _FAST_MESSAGES + _RAW, _FAST_CHAT + _RAW
@@ -71,12 +58,6 @@ _FAST_BY_SURFACE = {
     names.COMPLETIONS: _FAST_COMPLETIONS,
 }
 
-# end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
-# lock makes "first call wins" exact. It is taken once per stream, never per event.
-_END_LOCK = threading.Lock()
-# The report is assembled once, by whichever thread asks first (StreamTracker.final_report): a lock of its own, held
-# for one assembly (pure, bounded), taken by the export thread and by otelstream.report_of before the report exists.
-_REPORT_LOCK = threading.Lock()
 
 
 def _raw_text(fast: int, ev: Any, last_choice: object) -> object:
@@ -110,7 +91,7 @@ class Frame(Protocol):
     def event(self) -> str | None: ...
 
 
-class StreamTracker(StreamState):
+class StreamTracker(StreamEnd):
     """Measures one stream. Not thread-safe by design: one stream is consumed by one thread at a time."""
 
     __slots__ = ("__weakref__",)  # the export watchdog holds open streams weakly
@@ -195,7 +176,9 @@ class StreamTracker(StreamState):
             self.wait_ns += wait
             if wait > self._wait_alarm:
                 self._long_wait(tp, wait)
-        # deltas = 1 + the chunk counts, the last event time is t_prev_delta
+        # deltas = 1 + the chunk counts, the last event time is t_prev_delta. This accounting stands here and in
+        # plain_delta inline (a call per event would cost more than it); tests/adapters/test_flat_path.py pins both
+        # to the general path's (_wait_ended, bisect placement) at every bucket bound.
         gap = now - self.t_prev_delta
         self.t_prev_delta = now
         if gap > _FIRST_BOUND_NS:  # = bisect_left(_CHUNK_BOUNDS_NS, gap), the general path's placement
@@ -227,7 +210,8 @@ class StreamTracker(StreamState):
         ``event``."""
         if not self._fast or choice != self.last_choice or self._fast_code == _FAST_RESPONSES:
             return False
-        # the flat path's accounting, inline as there (a call per event would cost more than the accounting)
+        # the flat path's accounting, inline as there (a call per event would cost more than the accounting); pinned
+        # to the general path's by tests/adapters/test_flat_path.py
         now = self.clock()
         frame = self.t_frame
         if frame:
@@ -385,79 +369,3 @@ class StreamTracker(StreamState):
             r.t_terminal = now
             if self.rank < RANK_COMPLETED:
                 self.rank = RANK_COMPLETED
-
-    # --- the end ------------------------------------------------------------------------------------------
-    def end(
-        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
-    ) -> StreamReport | None:
-        """Finish the stream and assemble its report: ``conclude``, then ``final_report``. Returns the report the
-        first time, None afterwards."""
-        if not self.conclude(how, error_type, now, exc):
-            return None
-        return self.final_report()
-
-    def conclude(
-        self, how: str, error_type: str | None = None, now: int | None = None, exc: BaseException | None = None
-    ) -> bool:
-        """Finish the stream: True the first time (first call wins), False afterwards. It records only what cannot
-        wait (the times the adapters keep stamping, how the stream ended); the report is assembled later by
-        ``final_report``, on the export thread or wherever it is asked for first, off the caller's path.
-
-        ``how``: eof (the body ended), close / gc / cancel / idle (the caller stopped), error (an in-band error
-        reached the caller as an SDK exception), transport_error, http_error. ``exc``: the exception that ended it,
-        if one did: its HTTP status and its type (a timeout or a reset) decide the error class."""
-        with _END_LOCK:
-            if self.ended:
-                return False
-            self.ended = True
-            self._fast = 0
-        if now is None:
-            now = self.clock()
-        r = self.rare()
-        # consumer time = time between the first and the last event spent neither waiting for the next one nor in
-        # the SDK's work on it
-        last = self.t_last_event = max(self.t_last_event, self.t_prev_delta)  # the fast path stamps deltas only
-        if self.t_first_event:
-            r.consumer_ns = (
-                (last - self.t_first_event) - (self.wait_ns - self._wait_first) - (self.sdk_ns - self._sdk_first)
-            )
-        # the last wait ended with the stream's end (EOF, a reset, a timeout): it still counts as waiting
-        tp = self._wait_ended(now)
-        if tp and last and tp > last:
-            r.consumer_ns += tp - last
-        r.consumer_ns += self._pre_pull_ns
-        if how == "error":
-            self.set_error_type(error_type)
-            self.outcome_seen(names.ERROR, terminal=False)
-        elif error_type is not None and how in ("transport_error", "http_error"):
-            self.set_error_type(error_type)
-        abandoned_reason = None
-        if self.rank >= RANK_INCOMPLETE:
-            outcome = OUTCOME_BY_RANK[self.rank]
-        elif self.terminal or (how == "eof" and protocols.transport_decides(self)):
-            outcome = names.COMPLETED
-        else:
-            outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))
-        t_end = r.t_terminal if self.terminal and r.t_terminal else now
-        # the exception is read now, not kept: it holds the frames (and the SDK's stream) alive
-        klass = errors.error_class(outcome, r.error_type, errors.status_of(exc), exc, r.error_fields)
-        r._ending = (outcome, abandoned_reason, t_end, klass)  # last: what final_report waits for
-        return True
-
-    def final_report(self) -> StreamReport | None:
-        """The stream's one report once it has ended (None before): assembled on the first call, exactly once,
-        whichever thread asks first (the export thread, or the caller through ``otelstream.report_of``)."""
-        r = self._rare
-        if r is None:
-            return None
-        report = r.report
-        if report is not None or r._ending is None:
-            return report
-        with _REPORT_LOCK:  # the assembly's lock, never the end's: the caller's end never waits for an assembly
-            report = r.report
-            ending = r._ending
-            if report is None and ending is not None:  # (set once, never unset)
-                outcome, abandoned_reason, t_end, klass = ending
-                final_anomalies(self, outcome)
-                report = r.report = build_report(self, outcome, abandoned_reason, t_end, klass)
-        return report

@@ -24,7 +24,7 @@ from otelstream import names
 from otelstream.core.report import StreamReport
 from otelstream.doctor import bodies, callers, clients, patchpoints
 from otelstream.doctor import faults as F
-from otelstream.doctor.listener import CELL, DoctorListener, Routing, routed
+from otelstream.doctor.routing import CELL, DoctorListener, Routing, routed
 from otelstream.doctor.versions import versions
 
 _ASYNC_CELL_TIMEOUT_S: Final = 5.0  # a cell that hangs (a cancellation swallowed) is a mismatch, not a hung doctor

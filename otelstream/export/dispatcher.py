@@ -93,6 +93,11 @@ class Dispatcher(Generic[_T]):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        # what the queue holds besides items (flush and stop markers), so that the exit can say how many items it
+        # left: markers are rare (a flush, a shutdown), so counting them under a lock costs the items nothing
+        self._markers = 0
+        self._markers_lock = threading.Lock()
+        self._busy = 0  # 1 while the worker handles an item (it has left the queue, it is not done)
         self._closed = False
         _LIVE.add(self)  # for the fork and exit hooks, registered once per process (they cannot be unregistered)
 
@@ -128,7 +133,7 @@ class Dispatcher(Generic[_T]):
             # what it had, which no thread of this process will handle)
             return self._drained()
         marker = _Flush(deadline)
-        self._queue.put(marker)  # never refused: a full queue only delays the marker's turn
+        self._put_marker(marker)  # never refused: a full queue only delays the marker's turn
         # Polled, not one wait: a shut-down worker stops once drained, possibly just before this marker arrived
         while not marker.done.wait(min(_POLL_S, _left(deadline))):
             if not thread.is_alive():
@@ -162,7 +167,7 @@ class Dispatcher(Generic[_T]):
             self._closed = True
             thread = self._thread
             if thread is not None and thread.is_alive() and thread is not threading.current_thread():
-                self._queue.put(_STOP)
+                self._put_marker(_STOP)
                 thread.join(_left(deadline))  # a stuck handler: the worker stops once it reaches the marker
         if self._downstream is not None:
             flushed = self._downstream.shutdown_until(deadline) and flushed
@@ -170,7 +175,22 @@ class Dispatcher(Generic[_T]):
 
     @property
     def pending(self) -> int:
+        """What the queue holds, markers included."""
         return self._queue.qsize()
+
+    @property
+    def unhandled(self) -> int:
+        """Items not handled yet: queued (markers aside) or in the handler now."""
+        return max(0, self._queue.qsize() - self._markers) + self._busy
+
+    def _put_marker(self, marker: object) -> None:
+        with self._markers_lock:
+            self._markers += 1
+        self._queue.put(marker)
+
+    def _took_marker(self) -> None:
+        with self._markers_lock:
+            self._markers -= 1
 
     # --- worker ----------------------------------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -198,15 +218,19 @@ class Dispatcher(Generic[_T]):
         while True:
             item = q.get()
             if item is _STOP:
+                self._took_marker()
                 return
             if isinstance(item, _Flush):
+                self._took_marker()
                 self._flushed(item)
             else:
+                self._busy = 1
                 try:
                     self._handler(item)
                 except Exception as exc:  # a sink bug must not kill the export thread
                     with contextlib.suppress(Exception):  # strict mode re-raises; it was recorded in _guard.errors
                         _guard.report("export.dispatch", exc)
+                self._busy = 0
             if self._closed and q.empty():
                 return  # shut down from within a handler: no stop marker was queued
 
@@ -228,20 +252,38 @@ class Dispatcher(Generic[_T]):
         self._queue = queue.SimpleQueue()
         self._thread = None
         self._start_lock = threading.Lock()
+        self._markers = 0
+        self._markers_lock = threading.Lock()
+        self._busy = 0
 
     def _started(self) -> bool:
         down = self._downstream
         return self._thread is not None or (down is not None and down._started())
 
-    def _pending_all(self) -> int:
+    def _unhandled_all(self) -> int:
         down = self._downstream
-        return self.pending + (down._pending_all() if down is not None else 0)
+        return self.unhandled + (down._unhandled_all() if down is not None else 0)
 
     def _at_exit(self) -> None:
         if self._upstream or self._closed or not self._started():
             return  # a downstream dispatcher is drained by its upstream one, in order
-        if not self.flush(self._atexit_timeout):
-            logger.warning("otelstream: %d stream report(s) not exported at exit", self._pending_all())
+        # Counted before the drain and again when it gave up: an item a stuck exporter took in is handled (gone from
+        # the queue) without being exported, so a count read only after the timeout says too few.
+        held = self._unhandled_all()
+        if self.flush(self._atexit_timeout):
+            return
+        held = max(held, self._unhandled_all())
+        if held:
+            logger.warning(
+                "otelstream: %d stream report(s) not exported at exit (the export did not finish within %g s)",
+                held, self._atexit_timeout,
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "otelstream: the exporters did not finish flushing at exit within %g s: what they still held may "
+                "not be exported",
+                self._atexit_timeout,
+            )
 
 
 def _at_exit_before_providers(callback: Callable[[], None]) -> None:

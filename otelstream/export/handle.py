@@ -10,6 +10,7 @@ from opentelemetry.trace import Span
 
 from otelstream import _process
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.names import EndReason
 
 
 class Tracked(Protocol):
@@ -24,7 +25,7 @@ class Tracked(Protocol):
 
     def last_activity_ns(self) -> int: ...
 
-    def conclude(self, how: str) -> bool: ...
+    def conclude(self, how: EndReason) -> bool: ...
 
     def final_report(self) -> StreamReport | None: ...
 

@@ -24,22 +24,23 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from otelstream import _guard, names
+from otelstream import _guard
 from otelstream.config import Settings
-from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
+from otelstream.core.stream_listener import Ended
 from otelstream.export import prometheus as prom
-from otelstream.export import self_check
-from otelstream.export._sdk_internals import otel_readers
+from otelstream.export import self_check_gauge
 from otelstream.export.dispatcher import Dispatcher
+from otelstream.export.genai_peers import peer_records_metrics
 from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
-from otelstream.export.labels import JointTables, LabelTables, finished
-from otelstream.export.otel_metrics import OtelMetricsSink, instruments_for
-from otelstream.export.points import Measures, Schema
+from otelstream.export.labels import finished
+from otelstream.export.metric_sinks import MetricSinks, default_registry
+from otelstream.export.points import Measures
 from otelstream.export.reports import ReportCallback
-from otelstream.export.spans import SpanSink, peer_records_metrics
+from otelstream.export.spans import SpanSink
 from otelstream.export.watchdog import Counts, LiveStreams, Watchdog
+from otelstream.names import EndReason
 
 logger = logging.getLogger("otelstream")
 
@@ -92,7 +93,7 @@ _DROP_WARNING_EVERY_S = 60.0  # one warning per minute at most: a full queue mus
 
 
 class Pipeline:
-    """Implements ``otelstream.core.listener.StreamListener``."""
+    """Implements ``otelstream.core.stream_listener.StreamListener``."""
 
     def __init__(
         self,
@@ -103,58 +104,17 @@ class Pipeline:
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.settings = settings
-        self.registry = registry if registry is not None else _default_registry()
+        self.registry = registry if registry is not None else default_registry()
         self.live = LiveStreams(settings.stall_threshold_s)
         self.spans = SpanSink(tracer_provider, span_events=settings.span_events, semconv=settings.semconv)
         self.semconv = settings.semconv  # which conventions' gen_ai.client.* metrics (read once, here)
-        label_settings = (settings.model_label_cap, settings.model_allowlist, settings.model_label_max_length)
-        tables_now = LabelTables(*label_settings)
-        schema = Schema(_metric_keys(settings.metric_attributes))
-
-        otel_on = settings.otel_metrics or meter_provider is not None
-        prom_on = settings.prometheus_metrics
-        if prom_on and otel_on and _reader_exports_into(meter_provider, self.registry):
-            logger.warning(
-                "otelstream: the meter provider's PrometheusMetricReader exports into the same registry as "
-                "otelstream's native Prometheus metrics; keeping the OTel path only (same series names). Pass "
-                "prometheus_metrics=False to silence this, or a separate registry to keep both."
-            )
-            prom_on = False
-
-        # One set of label tables per registry and per meter provider, kept across instrument() cycles (each would
-        # otherwise admit `cap` new values into the same series); this pipeline's settings apply to them.
-        tables: list[LabelTables] = []
-        self.prometheus: prom.PrometheusSink | None = None
-        if prom_on:
-            families = prom.families_for(self.registry, tables_now, schema, settings.semconv)
-            if families is not None:
-                tables.append(families.tables)
-                if families.schema.attribute_keys != schema.attribute_keys:
-                    # the registry's families were made with other label names: they cannot change now
-                    logger.warning(
-                        "otelstream: metric_attributes=%s ignored: this registry's series already have the labels of "
-                        "metric_attributes=%s (one set per registry and process)",
-                        ",".join(schema.attribute_keys), ",".join(families.schema.attribute_keys),
-                    )
-                    schema = families.schema
-                self.prometheus = prom.PrometheusSink(families, self.live)
-        self.schema = schema
-        self.live.schema = schema
-        self.otel: OtelMetricsSink | None = None
-        if otel_on:
-            instruments = instruments_for(meter_provider, tables[0] if tables else tables_now)
-            if instruments.tables not in tables:
-                tables.append(instruments.tables)
-            self.otel = OtelMetricsSink(instruments, self.live, schema)
-        for table in tables:
-            if table is not tables_now:
-                table.configure(*label_settings)
-        self.labels: LabelTables | JointTables = tables[0] if tables else tables_now
-        if len(tables) > 1:  # a registry and a meter provider first used apart: both caps must hold
-            self.labels = JointTables(tables)
+        sinks = MetricSinks(settings, self.registry, meter_provider, self.live)
+        self.prometheus, self.otel, self.labels, self.schema = sinks.prometheus, sinks.otel, sinks.labels, sinks.schema
         self.reports = ReportCallback(settings.on_report, settings.queue_size) if settings.on_report else None
         # the runtime self-check's gauge is shown wherever this pipeline records
-        self_check.attach(self.registry if self.prometheus is not None else None, meter_provider, self.otel is not None)
+        self_check_gauge.attach(
+            self.registry if self.prometheus is not None else None, meter_provider, self.otel is not None
+        )
 
         # the provider's force_flush runs on the span thread: it can block on a hung exporter itself (the SDK's
         # BatchSpanProcessor exports on the flushing thread, under the lock its stuck worker holds)
@@ -321,17 +281,19 @@ class Pipeline:
             common = handle.labels[:-1]
             with _guard.guard("export.labels"):
                 common = finished(handle.labels, self.labels.response_model_value(report.response_model))
-            # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics: not twice.
-            semconv = None if peer_records_metrics(handle.peer_scope) else self.semconv
             measures = None
             with _guard.guard("export.measures"):
-                measures = Measures(report, handle.labels[-1], semconv)  # once, for every metric sink
+                measures = Measures(report, handle.labels[-1], self.semconv)  # once, for every metric sink
             if measures is not None and self.prometheus is not None:
+                # otelstream's own registry, which no other instrumentation writes: every series, always
                 with _guard.guard("export.prometheus"):
                     self.prometheus.record(measures, handle, common)
             if measures is not None and self.otel is not None:
                 with _guard.guard("export.otel_metrics"):
-                    self.otel.record(measures, handle, common)
+                    # Under a GenAI peer's CLIENT span the peer records the call's gen_ai.client.* metrics through
+                    # the MeterProvider the two share: not twice there.
+                    shared = measures.own_only() if peer_records_metrics(handle.peer_scope) else measures
+                    self.otel.record(shared, handle, common)
         if self.reports is not None:
             self.reports.submit(report)  # the application's callback, on its own thread: it cannot stall these
         if not handle.span.is_recording():
@@ -374,7 +336,7 @@ class Pipeline:
 
     def _on_idle(self, tracker: Tracked, handle: StreamHandle) -> None:
         # False: the stream ended on its own meanwhile; its report is on its way
-        if tracker.conclude(names.ABANDON_IDLE):
+        if tracker.conclude(EndReason.IDLE):
             self.stream_finished(tracker, handle)  # assembled on the metrics thread, as any other
 
     def _on_orphan(self, handle: StreamHandle) -> None:
@@ -385,34 +347,6 @@ class Pipeline:
     def _on_tick(self, active: Counts, stalled: Counts) -> None:
         if self.prometheus is not None:
             self.prometheus.set_gauges(active, stalled)
-
-
-def _metric_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """The ``metric_attributes`` keys that can be labels (the others warned about, once per pipeline)."""
-    from otelstream.attribution import valid_keys
-
-    kept, refused = Schema.usable(valid_keys(keys, "metric_attributes"))
-    for key, why in refused:
-        logger.warning("otelstream: metric_attributes: ignoring %r (%s)", key, why)
-    return kept
-
-
-def _default_registry() -> CollectorRegistry:
-    import prometheus_client
-
-    return prometheus_client.REGISTRY
-
-
-def _reader_exports_into(meter_provider: MeterProvider | None, registry: CollectorRegistry) -> bool:
-    """Does ``meter_provider`` (or the global one) have an OTel PrometheusMetricReader writing into ``registry``?"""
-    provider = meter_provider if meter_provider is not None else _global_meter_provider()
-    return otel_readers.reader_exports_into(provider, registry)
-
-
-def _global_meter_provider() -> Any:
-    from opentelemetry import metrics
-
-    return metrics.get_meter_provider()
 
 
 def _left(deadline: float) -> float:

@@ -166,15 +166,16 @@ OWN_SPECS: tuple[Spec, ...] = (
 )  # fmt: skip
 SPECS: tuple[Spec, ...] = (*GENAI_DEFAULT_SPECS, *OWN_SPECS, *GENAI_LATEST_SPECS)  # every instrument there is
 SPEC_BY_PROM: dict[str, Spec] = {s.prom: s for s in SPECS}
+# the gen_ai.client.* families of either conventions: what another GenAI instrumentation may record for a call too
+GENAI_FAMILIES = frozenset(s.prom for s in (*GENAI_DEFAULT_SPECS, *GENAI_LATEST_SPECS))
 
 
-def emits_default(semconv: str | None) -> bool:
-    """Whether streams under this ``semconv`` setting record the default conventions' gen_ai.client.* metrics
-    (None: another instrumentation records them for the call, so none at all)."""
+def emits_default(semconv: str) -> bool:
+    """Whether streams under this ``semconv`` setting record the default conventions' gen_ai.client.* metrics."""
     return semconv == names.SEMCONV_DEFAULT or semconv == names.SEMCONV_DUP
 
 
-def emits_latest(semconv: str | None) -> bool:
+def emits_latest(semconv: str) -> bool:
     """Whether they record the latest conventions' (names.SEMCONV_LATEST, or both under names.SEMCONV_DUP)."""
     return semconv == names.SEMCONV_LATEST or semconv == names.SEMCONV_DUP
 
@@ -187,7 +188,7 @@ def specs_for(semconv: str) -> tuple[Spec, ...]:
     return (*default, *OWN_SPECS, *latest)
 
 
-def chunk_families(semconv: str | None) -> tuple[str, ...]:
+def chunk_families(semconv: str) -> tuple[str, ...]:
     """The time-per-output-chunk families a stream records into (merged from its local buckets, not via points)."""
     out = (names.PROM_TIME_PER_OUTPUT_CHUNK,) if emits_default(semconv) else ()
     return (*out, names.PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK) if emits_latest(semconv) else out
@@ -196,13 +197,12 @@ _PROTOCOL_KINDS = frozenset(names.PROTOCOL_ANOMALY_KINDS)
 
 
 def points(
-    report: StreamReport, surface: str, semconv: str | None = names.SEMCONV_DEFAULT
+    report: StreamReport, surface: str, semconv: str = names.SEMCONV_DEFAULT
 ) -> Iterator[tuple[str, tuple[str, ...], float]]:
     """(family, own label values, value) for every histogram observation and counter increment of one report: the
     label values after the stream's common ones (``labels.finished``), which every point of a report shares, so a
     sink looks its series up per common label set once, then by these; ``semconv``: which conventions'
-    gen_ai.client.* families to record into (``names.SEMCONV_*``), None for none (another instrumentation records
-    them for this call).
+    gen_ai.client.* families to record into (``names.SEMCONV_*``).
 
     The time-per-output-chunk histograms are not here: they are merged from the report's local buckets
     (``chunk_merge``), without one call per chunk.
@@ -286,11 +286,21 @@ class Measures:
 
     __slots__ = ("chunk_families", "last", "merge", "points")
 
-    def __init__(self, report: StreamReport, surface: str, semconv: str | None) -> None:
+    def __init__(self, report: StreamReport, surface: str, semconv: str) -> None:
         self.points = list(points(report, surface, semconv))
         self.last = list(last_values(report)) if report.ratelimits else []
         self.merge = list(chunk_merge(report))
         self.chunk_families = chunk_families(semconv) if self.merge else ()
+
+    def own_only(self) -> Measures:
+        """These measures without the gen_ai.client.* families: what the OTel instruments record for a call whose
+        CLIENT span another GenAI instrumentation owns (it records those through the MeterProvider the two share)."""
+        kept = Measures.__new__(Measures)
+        kept.points = [point for point in self.points if point[0] not in GENAI_FAMILIES]
+        kept.last = self.last
+        kept.merge = self.merge
+        kept.chunk_families = ()  # time per output chunk is a gen_ai.client.* family under either conventions
+        return kept
 
 
 def chunk_merge(report: StreamReport) -> Iterator[tuple[int, int, float, float]]:

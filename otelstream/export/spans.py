@@ -17,54 +17,23 @@ import time
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import sampling
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
-from opentelemetry.util.types import AttributeValue
 
 from otelstream import __version__, _guard, names
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.sanitize import clean_attributes, clean_text
+from otelstream.export.genai_peers import current_peer
 from otelstream.export.handle import ConnectionHandle, StreamHandle, Tracked
-
-Attrs = dict[str, AttributeValue]
+from otelstream.export.span_attributes import (
+    Attrs,
+    attribute_blind,
+    creation_attributes,
+    report_attributes,
+    request_attributes,
+)
 
 _MAX_NAMES = 256  # span names kept (request models are the caller's strings: bounded by this, not by them)
 _STALL_MATCH_NS = 5_000_000  # a report stall within 5 ms of a live-reported one is the same stall
-
-
-def current_peer() -> str | None:
-    """The instrumentation scope of the current span when it is already the GenAI call's CLIENT span (Anthropic SDK
-    or a named peer; "" for an unnamed one), else None.
-
-    Then otelstream nests an INTERNAL child instead of a second CLIENT span, so a trace has exactly one CLIENT
-    span per call and token usage is counted once.
-    """
-    span = trace.get_current_span()
-    if not span.is_recording():
-        return None
-    scope = getattr(span, "instrumentation_scope", None)
-    scope_name: str = getattr(scope, "name", None) or ""
-    if scope_name.startswith(names.GENAI_PEER_SCOPES):
-        return scope_name
-    if scope_name == names.TRACER_NAME:
-        return None  # our own span (e.g. a WebSocket connection span) is a parent, not a peer
-    # An unnamed peer: a CLIENT span that already says it is a GenAI operation.
-    if getattr(span, "kind", None) is SpanKind.CLIENT:
-        attrs = getattr(span, "attributes", None) or {}
-        if names.ATTR_OPERATION_NAME in attrs:
-            return scope_name
-    return None
-
-
-def peer_span_current() -> bool:
-    """True when the current span is already the GenAI call's CLIENT span (``current_peer``)."""
-    return current_peer() is not None
-
-
-def peer_records_metrics(scope_name: str | None) -> bool:
-    """Whether the GenAI peer whose CLIENT span a stream nests under records the gen_ai.client.* metrics of the call
-    itself (every one but those known to have no meter), so otelstream must not record them a second time."""
-    return scope_name is not None and not scope_name.startswith(names.GENAI_SCOPES_WITHOUT_METRICS)
 
 
 class SpanSink:
@@ -126,7 +95,7 @@ class SpanSink:
         )  # fmt: skip
 
     def _span_name(self, start: StreamStart) -> str:
-        """"{operation} {request model}", cleaned: kept per (surface, model) (the operation follows the surface), up
+        """ "{operation} {request model}", cleaned: kept per (surface, model) (the operation follows the surface), up
         to ``_MAX_NAMES`` of them, so a stream of a known model neither formats nor cleans it again."""
         key = (start.surface, start.request_model)
         name = self._names.get(key)
@@ -253,153 +222,3 @@ class SpanSink:
             clean_attributes(attrs)
             # Anomalies carry an event index, not a time: stamp them at the end of the stream.
             span.add_event(names.SPAN_EVENT_ANOMALY, attrs, timestamp=end_wall)
-
-
-def creation_attributes(start: StreamStart) -> Attrs:
-    """The attributes the semantic conventions ask for at span creation (a sampler may decide on them), and the
-    application's own; strings cleaned."""
-    attrs: Attrs = {
-        names.ATTR_OPERATION_NAME: start.operation,
-        names.ATTR_PROVIDER_NAME: start.provider,
-    }
-    if start.request_model:
-        attrs[names.ATTR_REQUEST_MODEL] = start.request_model
-    if start.server_address:
-        attrs[names.ATTR_SERVER_ADDRESS] = start.server_address
-    if start.server_port is not None:
-        attrs[names.ATTR_SERVER_PORT] = start.server_port
-    if start.attributes:
-        # validated and cleaned when captured (otelstream.attribution); none uses otelstream's own namespaces
-        attrs.update(start.attributes)
-    clean_attributes(attrs)
-    return attrs
-
-
-# what the SDK's own samplers that read no attribute describe themselves as (Sampler.get_description)
-_BLIND_DESCRIPTIONS = ("AlwaysOnSampler", "AlwaysOffSampler")
-_RATIO_DESCRIPTION = "TraceIdRatioBased{"
-
-
-def attribute_blind(sampler: object) -> bool:
-    """Whether ``sampler`` is one of the OTel SDK's samplers that decide without the span's attributes: always on or
-    off, trace-id ratio, or parent-based over those (told by their public descriptions). Anything else (a sampler of
-    the application's, no SDK tracer) may read them: False."""
-    t = type(sampler)
-    if t is sampling.StaticSampler or t is sampling.TraceIdRatioBased:
-        return True
-    if t not in (sampling.ParentBased, sampling.ParentBasedTraceIdRatio):
-        return False
-    try:
-        description = sampler.get_description()  # type: ignore[attr-defined]
-    except Exception:
-        return False
-    head, _, rest = description.partition("{")
-    if head != "ParentBased" or not rest.endswith("}"):
-        return False
-    # root:X,remoteParentSampled:Y,…: each delegate always on/off or a ratio (whose own description has no comma)
-    for part in rest[:-1].split(","):
-        _, _, delegate = part.partition(":")
-        if delegate not in _BLIND_DESCRIPTIONS and not (
-            delegate.startswith(_RATIO_DESCRIPTION) and delegate.endswith("}")
-        ):
-            return False
-    return True
-
-
-def request_attributes(start: StreamStart) -> Attrs:
-    """The request's span attributes a sampler does not need at the span's start (no strings from server data)."""
-    a: Attrs = {names.ATTR_REQUEST_STREAM: True, names.ATTR_SURFACE: start.surface}
-    if start.api_type:
-        a[names.ATTR_OPENAI_API_TYPE] = start.api_type
-    if start.request_max_tokens is not None:
-        a[names.ATTR_REQUEST_MAX_TOKENS] = start.request_max_tokens
-    if start.request_temperature is not None:
-        a[names.ATTR_REQUEST_TEMPERATURE] = start.request_temperature
-    if start.request_top_p is not None:
-        a[names.ATTR_REQUEST_TOP_P] = start.request_top_p
-    if start.request_choice_count is not None and start.request_choice_count != 1:
-        a[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
-    return a
-
-
-def report_attributes(report: StreamReport, *, internal: bool, latest: bool = False, choices: int = 1) -> Attrs:
-    """Span attributes from a report, strings cleaned. ``internal``: the SDK's/peer's CLIENT span carries usage and
-    TTFT already. ``latest``: as the latest semantic conventions ask (``finish_reasons`` padded with ``error`` up to
-    the ``choices`` the call asked for, cache and reasoning token counts only when not zero)."""
-    a: Attrs = {
-        names.ATTR_OUTCOME: report.outcome,
-        names.ATTR_MAX_WAIT: report.max_wait_s,
-        names.ATTR_CONSUMER_TIME: report.consumer_time_s,
-        names.ATTR_EVENTS: report.events,
-        names.ATTR_DELTAS: report.deltas,
-        names.ATTR_SEQ_GAPS: report.sequence.gaps,
-        names.ATTR_SEQ_SKIPPED: report.sequence.skipped,
-        names.ATTR_SEQ_DUPLICATES: report.sequence.duplicates,
-        names.ATTR_SEQ_OUT_OF_ORDER: report.sequence.out_of_order,
-    }
-    # None: unknown (a patch point is missing from the SDK; the unobserved attribute names what)
-    if report.retries is not None:
-        a[names.ATTR_RETRIES] = report.retries
-    if report.keepalives is not None:
-        a[names.ATTR_KEEPALIVES] = report.keepalives
-    if report.max_keepalive_gap_ns is not None:
-        a[names.ATTR_KEEPALIVE_MAX_GAP] = report.max_keepalive_gap_ns / 1e9
-    if report.unobserved:
-        a[names.ATTR_UNOBSERVED] = report.unobserved
-    if report.resumed:
-        a[names.ATTR_RESUMED] = True
-    if report.abandoned_reason:
-        a[names.ATTR_ABANDONED_REASON] = report.abandoned_reason
-    if report.request_id:
-        a[names.ATTR_REQUEST_ID] = report.request_id
-    if report.stream_id is not None:
-        a[names.ATTR_STREAM_ID] = report.stream_id
-    if report.time_to_first_event_s is not None:
-        a[names.ATTR_TIME_TO_FIRST_EVENT] = report.time_to_first_event_s
-    if report.time_to_first_delta_s is not None:
-        # on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk is the SDK's value
-        a[names.ATTR_TIME_TO_FIRST_DELTA] = report.time_to_first_delta_s
-    if report.time_to_first_output_s is not None:
-        a[names.ATTR_TIME_TO_FIRST_OUTPUT] = report.time_to_first_output_s
-    if report.service_tier:
-        a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
-    if report.system_fingerprint:
-        a[names.ATTR_OPENAI_SYSTEM_FINGERPRINT] = report.system_fingerprint
-    tps = report.output_tokens_per_second
-    if tps is not None:
-        a[names.ATTR_OUTPUT_TOKENS_PER_SECOND] = tps
-    if report.response_model:
-        a[names.ATTR_RESPONSE_MODEL] = report.response_model
-    if report.response_id:
-        a[names.ATTR_RESPONSE_ID] = report.response_id
-    reasons = tuple(report.finish_reasons)  # what the SDK would store
-    if latest and report.outcome in names.FINISH_REASON_PADDED_OUTCOMES and len(reasons) < choices:
-        # a finish reason was expected for each choice the stream did not finish: the conventions say `error`
-        reasons += (names.FINISH_REASON_ERROR,) * (choices - len(reasons))
-    if reasons:
-        a[names.ATTR_RESPONSE_FINISH_REASONS] = reasons
-    if report.is_bad:
-        # the provider's code as sent where there is one (a trace query finds the exact cause), else the class
-        klass = report.error_class or names.EC_OTHER
-        a[names.ATTR_ERROR_TYPE] = report.error_type or klass
-        a[names.ATTR_ERROR_CLASS] = klass
-        phase = report.failure_phase  # (set for every bad outcome)
-        if phase is not None:
-            a[names.ATTR_FAILURE_PHASE] = phase
-    if not internal:
-        if report.time_to_first_delta_s is not None:
-            a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s
-        u = report.usage
-        for key, value in ((names.ATTR_USAGE_INPUT, u.input_tokens), (names.ATTR_USAGE_OUTPUT, u.output_tokens)):
-            if value is not None:
-                a[key] = value
-        for key, value in (
-            (names.ATTR_USAGE_CACHE_READ, u.cache_read_input_tokens),
-            (names.ATTR_USAGE_CACHE_WRITE, u.cache_write_input_tokens),
-            (names.ATTR_USAGE_REASONING, u.reasoning_output_tokens),
-        ):
-            # the latest conventions: a breakdown only where the provider reported a non-zero count
-            if value is not None and (value or not latest):
-                a[key] = value
-    clean_attributes(a)
-    return a

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from otelstream.core.client_rules import decode
-from otelstream.core.sse import MAX_LINE, SSEComment, SSEDecoder, SSEItem
+from otelstream.core.sse_decoder import MAX_LINE, SSEComment, SSEDecoder, SSEItem
 
 READ_SIZE: Final = 64 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -10,6 +10,7 @@ from otelstream import names
 from otelstream.core.client_rules import ClientReader
 from otelstream.core.report import StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
+from otelstream.names import EndReason
 from otelstream.offline.reading import Record
 
 TICK_NS: Final = 1_000_000  # the synthetic clock's step: one read = 1 ms
@@ -89,7 +90,7 @@ class Run:
         t = self.tracker
         if not t.ended:
             self.reader.finish(unterminated)
-            t.end("eof")
+            t.end(EndReason.EOF)
         assert t.report is not None  # end() made it, here or when the SDK raised
         return t.report
 

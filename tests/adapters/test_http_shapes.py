@@ -21,8 +21,8 @@ from otelstream.adapters.calls import Call
 from otelstream.adapters.http import body as http_body
 from otelstream.adapters.http.decoding import Observed
 from otelstream.core import client_rules
-from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.stream_listener import Ended
 from otelstream.core.tracker import StreamTracker
 
 SETTINGS = settings(

@@ -62,3 +62,60 @@ def _runner(provider: str) -> Any:
                          ids=["openai", "anthropic"])  # fmt: skip
 def test_pydantic_ai_run_stream(scripted: ScriptedServer, provider: str, surface: str, case: Case) -> None:
     check(scripted, surface, case, _runner(provider))
+
+
+@pytest.mark.parametrize(("provider", "surface"), [("openai", names.CHAT_COMPLETIONS), ("anthropic", names.MESSAGES)],
+                         ids=["openai", "anthropic"])  # fmt: skip
+def test_ttfd_stays_in_prometheus_with_pydantic_ais_instrumentation(
+    scripted: ScriptedServer, provider: str, surface: str
+) -> None:
+    """pydantic-ai's own instrumentation on, on the providers otelstream uses: its span owns the model request, and
+    otelstream's own Prometheus registry, which pydantic-ai does not write, still counts the stream's TTFD (the
+    shipped TTFD panels would lose these calls otherwise)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+    from prometheus_client import CollectorRegistry
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    import otelstream
+    from tests.compat.harness import script
+
+    otelstream.uninstrument()
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader])
+    registry = CollectorRegistry()
+    otelstream.instrument(tracer_provider=tp, meter_provider=mp, registry=registry)
+    try:
+        base_url = script(scripted, surface, Case("complete", names.COMPLETED))
+        agent = pydantic_ai.Agent(_model(provider, base_url))
+        agent.instrument = InstrumentationSettings(tracer_provider=tp, meter_provider=mp)
+
+        async def go() -> list[str]:
+            async with agent.run_stream("hi") as result:
+                return [text async for text in result.stream_text(delta=True, debounce_by=None)]
+
+        assert asyncio.run(go())
+        assert otelstream.flush(10.0)
+        ours = [s for s in exporter.get_finished_spans() if s.instrumentation_scope and
+                s.instrumentation_scope.name == names.TRACER_NAME]  # fmt: skip
+        assert len(ours) == 1 and ours[0].parent is not None  # under pydantic-ai's span
+        # its span is the CLIENT one (a GenAI peer): otelstream nests an INTERNAL child
+        parent = {s.context.span_id: s for s in exporter.get_finished_spans()}[ours[0].parent.span_id]
+        assert parent.instrumentation_scope is not None and parent.instrumentation_scope.name == "pydantic-ai"
+        assert parent.kind is SpanKind.CLIENT
+        if provider == "openai":  # recognised as the GenAI peer: otelstream nests an INTERNAL child
+            assert ours[0].kind is SpanKind.INTERNAL and ours[0].name == names.SPAN_STREAM_INTERNAL
+        ttfd = [s.value for m in registry.collect() for s in m.samples
+                if s.name == names.PROM_TIME_TO_FIRST_CHUNK + "_count"]  # fmt: skip
+        assert sum(ttfd) == 1, ttfd
+    finally:
+        otelstream.uninstrument()
+        mp.shutdown()
+        tp.shutdown()

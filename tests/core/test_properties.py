@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from otelstream import names
 from otelstream.core.chunk_time import CHUNK_BOUNDS_NS, spread_sums
 from otelstream.core.report import StreamStart
-from otelstream.core.tracker import END_REASONS, StreamTracker
+from otelstream.core.tracker import StreamTracker
+from otelstream.names import END_REASONS
 from tests.core.harness import MS, FakeClock
 
 # OTELSTREAM_HYPOTHESIS_EXAMPLES=4000 for a longer hunt (4 000 examples ran clean, about 90 s)

@@ -10,7 +10,8 @@ import pytest
 
 from otelstream import names
 from otelstream.core.report import StreamStart
-from otelstream.core.tracker import END_REASONS, StreamTracker
+from otelstream.core.tracker import StreamTracker
+from otelstream.names import END_REASONS
 from tests.core.harness import MS, FakeClock, counts, run, tracker
 
 DELTA = {"type": "response.output_text.delta", "delta": "x"}
@@ -200,6 +201,17 @@ def test_end_reasons_listed() -> None:
     assert set(END_REASONS) >= {"eof", "close", "gc", "cancel", "idle", "transport_error", "http_error", "error"}
 
 
+@pytest.mark.parametrize("how", END_REASONS)
+def test_an_end_reason_and_its_plain_string_end_a_stream_alike(how: names.EndReason) -> None:
+    """The adapters may still pass the plain string: the same outcome, reason and class; each member prints as it."""
+    assert str(how) == f"{how}" == how.value
+    events = [resp("response.created", 0), {**DELTA, "sequence_number": 1}]
+    by_member, by_string = run(names.RESPONSES, events, how=how), run(names.RESPONSES, events, how=how.value)
+    assert by_member.outcome != names.COMPLETED
+    assert (by_member.outcome, by_member.abandoned_reason, by_member.error_class) == (
+        by_string.outcome, by_string.abandoned_reason, by_string.error_class)  # fmt: skip
+
+
 @pytest.mark.parametrize("how", ["close", "gc", "cancel", "eof", "transport_error"])
 def test_close_after_terminal_keeps_outcome(how: str) -> None:
     r = run(names.RESPONSES, [resp("response.created", 0), resp("response.completed", 1)], how=how)
@@ -251,7 +263,7 @@ def test_conclude_records_the_end_and_the_report_is_assembled_later(clock: FakeC
 
 def test_report_assembled_exactly_once_across_threads(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
     """The export thread and ``report_of`` may ask at the same moment: one assembly, one object for all."""
-    from otelstream.core import tracker as tracker_module
+    from otelstream.core import stream_end as tracker_module
 
     built: list[str] = []
     real = tracker_module.build_report

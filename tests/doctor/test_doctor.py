@@ -19,7 +19,7 @@ from otelstream.adapters._patch import PATCHER
 from otelstream.adapters.calls import RUNTIME
 from otelstream.core.report import StreamReport, Usage
 from otelstream.doctor import faults, render, runner
-from otelstream.doctor.listener import DoctorListener
+from otelstream.doctor.routing import DoctorListener
 from tests.support.instrumented import instrumented
 from tests.support.paths import REPO
 

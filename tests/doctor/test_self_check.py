@@ -23,9 +23,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otelstream import names
 from otelstream.adapters.calls import RUNTIME
-from otelstream.doctor import callers, selfcheck
-from otelstream.doctor.listener import DoctorListener
-from otelstream.export import self_check as gauge
+from otelstream.doctor import callers, runtime_check
+from otelstream.doctor.routing import DoctorListener
+from otelstream.export import self_check_gauge as gauge
 from tests.support.clients import openai_client
 from tests.support.instrumented import instrumented
 from tests.support.self_check import fresh_self_check, self_check_threads, self_check_warnings, wait_for_self_check
@@ -54,8 +54,8 @@ def test_healthy_stack_gauge_zero_no_warning(warnings: pytest.LogCaptureFixture)
         assert inst.streams_total() == 0
         assert inst.finished() == []
     assert self_check_warnings(warnings) == []
-    assert selfcheck.STATE.done == {"openai", "anthropic"}
-    assert selfcheck.STATE.cpu_s > 0
+    assert runtime_check.STATE.done == {"openai", "anthropic"}
+    assert runtime_check.STATE.cpu_s > 0
 
 
 def test_otel_metrics_path_reads_the_gauge() -> None:
@@ -126,7 +126,7 @@ def test_uninstrument_ends_a_run_in_progress(monkeypatch: pytest.MonkeyPatch) ->
         assert held.wait(10)
     assert self_check_threads() == []  # uninstrument() joined it
     assert gauge.value() is None and inst.sample(GAUGE) == 0 and GAUGE not in _families(inst)
-    assert selfcheck.STATE.done == set()
+    assert runtime_check.STATE.done == set()
     with instrumented(self_check=True) as inst:
         wait_for_self_check()
         assert GAUGE in _families(inst) and inst.sample(GAUGE) == 0
@@ -136,7 +136,7 @@ def test_switched_off_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTELSTREAM_SELF_CHECK", "false")
     with instrumented() as inst:
         assert self_check_threads() == []
-        assert selfcheck.STATE.done == set() and not selfcheck.STATE.armed
+        assert runtime_check.STATE.done == set() and not runtime_check.STATE.armed
         assert GAUGE not in _families(inst)
 
 
@@ -146,9 +146,9 @@ def test_argument_wins_over_environment(monkeypatch: pytest.MonkeyPatch) -> None
         wait_for_self_check()
         assert gauge.value() == 0
     monkeypatch.setenv("OTELSTREAM_SELF_CHECK", "true")
-    selfcheck.STATE = selfcheck._State()
+    runtime_check.STATE = runtime_check._State()
     with instrumented(self_check=False):
-        assert self_check_threads() == [] and selfcheck.STATE.done == set()
+        assert self_check_threads() == [] and runtime_check.STATE.done == set()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -254,16 +254,21 @@ def test_gen_ai_metrics_left_to_a_genai_peer(
     run_stream(p, clock, gaps)  # a second call, under no span: always recorded
     assert p.flush(5.0)
 
+    # otelstream's own registry, which no peer writes: every series of both calls, gen_ai.client.* included
     got = samples(registry)
-    assert got["otelstream_streams_total"] == 2  # otelstream's own series stay
+    assert got["otelstream_streams_total"] == 2
     assert got["otelstream_stream_max_wait_seconds_count"] == 2
-    calls = 1 if peer_metrics else 2
-    duration = names.PROM_OPERATION_DURATION if semconv == names.SEMCONV_DEFAULT else names.PROM_INFERENCE_DURATION
-    assert got[duration + "_count"] == calls
+    default, latest = semconv != names.SEMCONV_LATEST, semconv != names.SEMCONV_DEFAULT
+    ttfd = [names.PROM_TIME_TO_FIRST_CHUNK] * default + [names.PROM_INFERENCE_TIME_TO_FIRST_CHUNK] * latest
+    duration = [names.PROM_OPERATION_DURATION] * default + [names.PROM_INFERENCE_DURATION] * latest
+    assert [got.get(f + "_count") for f in (*ttfd, *duration)] == [2] * len(ttfd + duration)
     chunks = [f for f in (names.PROM_TIME_PER_OUTPUT_CHUNK, names.PROM_INFERENCE_TIME_PER_OUTPUT_CHUNK)
               if f + "_count" in got]  # fmt: skip
     assert len(chunks) == (2 if semconv == names.SEMCONV_DUP else 1)
-    assert all(got[f + "_count"] == 2 * calls for f in chunks)
+    assert all(got[f + "_count"] == 4 for f in chunks)
+
+    # the MeterProvider the peer shares: the gen_ai.client.* instruments skip the call the peer records
+    calls = 1 if peer_metrics else 2
 
     data = reader.get_metrics_data()
     assert data is not None
@@ -271,6 +276,11 @@ def test_gen_ai_metrics_left_to_a_genai_peer(
               for m in sm.metrics}  # fmt: skip
     otel_duration = names.OTEL_OPERATION_DURATION if semconv == names.SEMCONV_DEFAULT else names.OTEL_INFERENCE_DURATION
     assert sum(pt.count for pt in points[otel_duration]) == calls  # type: ignore[attr-defined]
+    latest_only = semconv == names.SEMCONV_LATEST
+    otel_ttfd = names.OTEL_INFERENCE_TIME_TO_FIRST_CHUNK if latest_only else names.OTEL_TIME_TO_FIRST_CHUNK
+    assert sum(pt.count for pt in points[otel_ttfd]) == calls  # type: ignore[attr-defined]
+    otel_chunk = [m for m in points if m.endswith("time_per_output_chunk")]
+    assert all(sum(pt.count for pt in points[m]) == 2 * calls for m in otel_chunk) and otel_chunk  # type: ignore[attr-defined]
     assert sum(pt.value for pt in points[names.OTEL_STREAMS]) == 2  # type: ignore[attr-defined]
     internal = [s for s in span_exporter.get_finished_spans() if s.name == names.SPAN_STREAM_INTERNAL]
     assert len(internal) == (1 if kind is SpanKind.CLIENT and scope != "opentelemetry.instrumentation.httpx" else 0)

@@ -410,7 +410,7 @@ def test_a_sampler_that_reads_no_attribute_gets_none_and_the_span_ends_with_all(
 def test_which_samplers_read_no_attribute() -> None:
     from opentelemetry.sdk.trace import sampling
 
-    from otelstream.export.spans import attribute_blind
+    from otelstream.export.span_attributes import attribute_blind
 
     class Own(sampling.Sampler):
         def should_sample(self, *args: Any, **kwargs: Any) -> sampling.SamplingResult:

@@ -102,7 +102,7 @@ def test_idle_end_assembles_the_report_on_the_metrics_thread(
 ) -> None:
     """A real tracker left idle: the watchdog's tick only ends it (its report assembled on the metrics thread, as a
     caller's end's is), and the caller's own end that comes later reports nothing more."""
-    from otelstream.core import tracker as tracker_module
+    from otelstream.core import stream_end as tracker_module
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
 

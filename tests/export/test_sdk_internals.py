@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 import otelstream
 from otelstream.export import prometheus
 from otelstream.export._sdk_internals import otel_aggregations, prometheus_histogram
-from otelstream.export._sdk_internals.selfcheck import SelfCheck
+from otelstream.export._sdk_internals.check_once import SelfCheck
 
 PACKAGE = pathlib.Path(otelstream.__file__).parent
 INTERNALS = PACKAGE / "export" / "_sdk_internals"

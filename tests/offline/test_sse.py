@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otelstream.core.sse import SSEComment, SSEDecoder, SSEEvent, decode_text, iter_sse
+from otelstream.core.sse_decoder import SSEComment, SSEDecoder, SSEEvent, decode_text, iter_sse
 
 
 def events(text: str) -> list[SSEEvent]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otelstream.core import sse
-from otelstream.core.sse import SSEByteDecoder, SSEComment, SSEDecoder, SSEEvent
+from otelstream.core import sse_decoder as sse
+from otelstream.core.sse_decoder import SSEByteDecoder, SSEComment, SSEDecoder, SSEEvent
 
 Item = tuple[str | None, str | SSEComment | None]
 

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from otelstream import names
 from otelstream.core.protocols.responses import KNOWN_TYPES
 from otelstream.core.report import StreamReport, StreamStart
-from otelstream.core.tracker import END_REASONS, StreamTracker
+from otelstream.core.tracker import StreamTracker
+from otelstream.names import END_REASONS
 from tests.reliability.harness import FIGURES, INT64_MAX, assert_valid_report, scaled
 
 MESSAGES_TYPES = ("message_start", "content_block_start", "content_block_delta", "content_block_stop",

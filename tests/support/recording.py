@@ -6,8 +6,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelstream.core.listener import Ended
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.stream_listener import Ended
 
 
 @dataclass

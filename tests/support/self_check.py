@@ -10,21 +10,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from otelstream.doctor import selfcheck
-from otelstream.export import self_check as gauge
+from otelstream.doctor import runtime_check
+from otelstream.export import self_check_gauge as gauge
 
 
 @contextlib.contextmanager
 def fresh_self_check() -> Iterator[None]:
     """As in a new process: no SDK checked yet, no result published (the check runs once per process)."""
-    selfcheck.stop()
-    selfcheck.STATE = selfcheck._State()
+    runtime_check.stop()
+    runtime_check.STATE = runtime_check._State()
     gauge.reset()
     try:
         yield
     finally:
-        selfcheck.stop()
-        selfcheck.STATE = selfcheck._State()
+        runtime_check.stop()
+        runtime_check.STATE = runtime_check._State()
         gauge.reset()
 
 
@@ -32,8 +32,8 @@ def wait_for_self_check(timeout: float = 30.0) -> None:
     """Until the run the last ``instrument()`` started has finished (its thread ended)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with selfcheck.STATE.lock:
-            thread = selfcheck.STATE.thread
+        with runtime_check.STATE.lock:
+            thread = runtime_check.STATE.thread
         if thread is None:
             return
         thread.join(max(0.0, deadline - time.monotonic()))

@@ -1,6 +1,6 @@
 """The HTTP-level observer's reading of an answer's body: each chunk the caller pulls, its content coding undone
 (``inflater``), becomes events read by the client's reading rules (``core.client_rules``, as ``otelstream check``
-reads a recording, for a client that is not an SDK), split by ``core.sse.SSEByteDecoder``.
+reads a recording, for a client that is not an SDK), split by ``core.sse_decoder.SSEByteDecoder``.
 
 Cost: a stream's events are mostly plain text deltas, and ``json.loads`` of one costs several times the observer's
 whole budget per event, so a plain delta is recognised on its bytes. When an event that the tracker's flat path
@@ -21,7 +21,7 @@ from typing import Any
 from otelstream import names
 from otelstream.adapters.calls import Call, finish
 from otelstream.core.client_rules import ClientReader
-from otelstream.core.sse import SSEByteDecoder, SSEByteItem, SSEComment
+from otelstream.core.sse_decoder import SSEByteDecoder, SSEByteItem, SSEComment
 
 _LEARN_FREELY = 4  # shapes learned per stream before learning must pay for itself (see Observed._may_learn)
 _MAX_SHAPE = 2048  # bytes of a plain delta but its text, at most, learned (a shape keeps two copies per stream)

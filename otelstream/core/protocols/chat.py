@@ -29,7 +29,6 @@ from otelstream.core.protocols._fields import (
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
 
-_INT64_MAX = names.MAX_COUNT  # as the state's token check
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
 _ERROR_REASONS = frozenset(names.ERROR_FINISH_REASONS)
 # docs/telemetry.md: an aborted generation is the server's failure; recorded as the type of the error it stands for
@@ -199,11 +198,11 @@ def _usage(t: StreamState, usage: object) -> None:
         return
     t.usage_seen = True
     n = t.token_counts()
-    # a plain count is taken as is; anything else goes through the state's check (an anomaly, or a float made int)
+    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     v = u.get("prompt_tokens")
-    n.usage_input = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "prompt_tokens")
+    n.usage_input = t.tokens(v, "prompt_tokens")
     v = u.get("completion_tokens")
-    n.usage_output = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "completion_tokens")
+    n.usage_output = t.tokens(v, "completion_tokens")
     # the vendor extras of the usage object, read once (an SDK model's are an empty dict on OpenAI's own usage)
     ex = u if type(usage) is dict else getattr(usage, "__pydantic_extra__", None)
     if not ex or type(ex) is not dict:

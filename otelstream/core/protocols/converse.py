@@ -35,7 +35,6 @@ EXCEPTION_TYPES = frozenset(
 )  # fmt: skip
 INVOKE_CHUNK = "chunk"  # an invoke stream's event: the model family's own event, base64 in "bytes"
 _OTHER_TYPES = frozenset({"messageStart", "contentBlockStart", "contentBlockStop"})
-_INT64_MAX = names.MAX_COUNT
 
 
 def event_type_of(d: dict[str, Any]) -> tuple[object, Any]:
@@ -126,7 +125,7 @@ def _usage(t: StreamState, usage: object) -> None:
     write = n.usage_cache_write = t.tokens(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens")
     if raw is not None:
         total = raw + (read or 0) + (write or 0)
-        n.usage_input = total if total <= _INT64_MAX else t.tokens(total, "input_tokens (with cache)")
+        n.usage_input = t.tokens(total, "input_tokens (with cache)")
 
 
 def is_unsupported_payload(t: StreamState) -> bool:

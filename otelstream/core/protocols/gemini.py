@@ -164,4 +164,4 @@ def _usage(t: StreamState, usage: object) -> None:
 
 def _sum(t: StreamState, a: int, b: int, what: str) -> int | None:
     total = a + b
-    return total if total <= names.MAX_COUNT else t.tokens(total, f"{what} tokens (sum)")
+    return t.tokens(total, f"{what} tokens (sum)")

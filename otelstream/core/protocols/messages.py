@@ -37,7 +37,6 @@ _PAYLOAD = {
     "citations_delta": ("citation", DELTA),
 }
 _NO_PAYLOAD = (None, OTHER)
-_INT64_MAX = names.MAX_COUNT  # as the state's token check
 _COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence", "pause_turn"})
 _INCOMPLETE_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
 _OTHER_TYPES = frozenset({"content_block_start", "content_block_stop"})
@@ -113,31 +112,19 @@ def _usage(t: StreamState, usage: object) -> None:
     t.usage_seen = True
     n = t.token_counts()
     # message_delta usage is cumulative: every present field replaces the previous value
-    # a plain count is taken as is; anything else goes through the state's check (an anomaly, or a float made int)
+    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     out = u.get("output_tokens")
     if out is not None:
-        n.usage_output = out if type(out) is int and 0 <= out <= _INT64_MAX else t.tokens(out, "output_tokens")
+        n.usage_output = t.tokens(out, "output_tokens")
     raw_input = u.get("input_tokens")
     cache_read = u.get("cache_read_input_tokens")
     cache_write = u.get("cache_creation_input_tokens")
     if raw_input is not None:
-        n.usage_input_raw = (
-            raw_input
-            if type(raw_input) is int and 0 <= raw_input <= _INT64_MAX
-            else t.tokens(raw_input, "input_tokens")
-        )
+        n.usage_input_raw = t.tokens(raw_input, "input_tokens")
     if cache_read is not None:
-        n.usage_cache_read = (
-            cache_read
-            if type(cache_read) is int and 0 <= cache_read <= _INT64_MAX
-            else t.tokens(cache_read, "cache_read_input_tokens")
-        )
+        n.usage_cache_read = t.tokens(cache_read, "cache_read_input_tokens")
     if cache_write is not None:
-        n.usage_cache_write = (
-            cache_write
-            if type(cache_write) is int and 0 <= cache_write <= _INT64_MAX
-            else t.tokens(cache_write, "cache_creation_input_tokens")
-        )
+        n.usage_cache_write = t.tokens(cache_write, "cache_creation_input_tokens")
     # newer servers report thinking tokens as output_tokens_details.thinking_tokens (message_delta, cumulative)
     details = u.get("output_tokens_details")
     if details is not None:
@@ -147,4 +134,4 @@ def _usage(t: StreamState, usage: object) -> None:
     if n.usage_input_raw is not None:
         total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
         # the sum too must fit every exporter (int64)
-        n.usage_input = total if total <= _INT64_MAX else t.tokens(total, "input_tokens (with cache)")
+        n.usage_input = t.tokens(total, "input_tokens (with cache)")

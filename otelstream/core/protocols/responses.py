@@ -109,7 +109,6 @@ _KIND.update(
     }
 )
 KNOWN_TYPES = frozenset(_KIND)
-_INT64_MAX = names.MAX_COUNT  # as the state's token check
 
 
 def observe_responses(t: StreamState, d: dict[str, Any], name: object, ev: object = None) -> int:
@@ -213,19 +212,19 @@ def _response(t: StreamState, response: object) -> None:
         return
     t.usage_seen = True
     n = t.token_counts()
-    # a plain count is taken as is; anything else goes through the state's check (an anomaly, or a float made int)
+    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     v = u.get("input_tokens")
-    n.usage_input = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "input_tokens")
+    n.usage_input = t.tokens(v, "input_tokens")
     v = u.get("output_tokens")
-    n.usage_output = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "output_tokens")
+    n.usage_output = t.tokens(v, "output_tokens")
     in_details = u.get("input_tokens_details")
     di = fields(in_details)  # once for both of its counts
     v = di.get("cached_tokens")
-    n.usage_cache_read = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "cached_tokens")
+    n.usage_cache_read = t.tokens(v, "cached_tokens")
     # Bedrock's cache writes: not a field of the SDK's model, so an extra there (field_or_extra, on the fields read)
     v = di.get("cache_write_tokens")
     if v is None:
         v = extra(in_details, "cache_write_tokens")
     n.usage_cache_write = t.tokens(v, "cache_write_tokens")
     v = fields(u.get("output_tokens_details")).get("reasoning_tokens")
-    n.usage_reasoning = v if type(v) is int and 0 <= v <= _INT64_MAX else t.tokens(v, "reasoning_tokens")
+    n.usage_reasoning = t.tokens(v, "reasoning_tokens")

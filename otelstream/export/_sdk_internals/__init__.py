@@ -1,7 +1,7 @@
 """Every place otelstream reads or writes another library's private state, and nothing else.
 
 They exist because the public APIs have no weighted histogram add and cost tens of thousands of instructions per
-record on the export thread; each one is used only after a run-once self-check (``selfcheck.SelfCheck``) has shown,
+record on the export thread; each one is used only after a run-once self-check (``check_once.SelfCheck``) has shown,
 on the installed release, that it gives exactly what the public API gives, and falls back to the public API for good
 when the check fails or a later call raises. ``tests/export/test_sdk_internals.py`` holds a canary per entry: it
 fails loudly when a release renames, retypes or changes the meaning of any name below.

@@ -27,7 +27,7 @@ from collections.abc import Hashable, Mapping
 from time import time_ns
 from typing import Any
 
-from otelstream.export._sdk_internals.selfcheck import SelfCheck
+from otelstream.export._sdk_internals.check_once import SelfCheck
 
 _Attrs = Mapping[str, str | int]
 _NEVER: tuple[()] = ()  # an attribute set this path must leave to the API for good (delta reader)

@@ -20,7 +20,7 @@ from typing import Any
 from prometheus_client import Histogram
 from prometheus_client.samples import Exemplar
 
-from otelstream.export._sdk_internals.selfcheck import SelfCheck
+from otelstream.export._sdk_internals.check_once import SelfCheck
 
 Parts = tuple[list[float], list[Any], Any]  # upper bounds (+Inf last), bucket values, sum value
 Merge = Iterable[tuple[int, int, float, float]]  # (bucket index, count, exact sum, mean) per non-empty bucket

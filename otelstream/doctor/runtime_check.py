@@ -2,7 +2,7 @@
 a background daemon thread, through each SDK the application has imported (an SDK imported later is checked when
 its import completes; one never imported costs nothing).
 
-- Off the caller's thread, and its streams reach only the doctor's private listener (``listener.routed``): never a
+- Off the caller's thread, and its streams reach only the doctor's private listener (``routing.routed``): never a
   span, a live gauge or a series of the application's.
 - Bounded: one surface per SDK (their streams share the SDK's ``Stream`` classes and the HTTP library, which is
   where releases drift), the faults that decide the headline outcomes (completed, cut, reset, break+close, cancel),
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from otelstream import _guard, names
-from otelstream.doctor.listener import DoctorListener
+from otelstream.doctor.routing import DoctorListener
 
 if TYPE_CHECKING:
     from otelstream.doctor.runner import Result

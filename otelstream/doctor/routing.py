@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Final
 
-from otelstream.core.listener import Ended, StreamListener
 from otelstream.core.report import StreamReport, StreamStart
+from otelstream.core.stream_listener import Ended, StreamListener
 
 # the cell whose stream is being opened in this context (None: not the doctor's)
 CELL: contextvars.ContextVar[str | None] = contextvars.ContextVar("otelstream_doctor_cell", default=None)

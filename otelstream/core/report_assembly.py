@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from otelstream import names
 from otelstream.core import protocols
+from otelstream.core.choices import MAX_CHOICES
 from otelstream.core.chunk_time import N_CHUNK_BUCKETS, spread_sums
 from otelstream.core.report import SequenceStats, StreamReport, Usage, assemble
-from otelstream.core.state import MAX_CHOICES, NO_RARE, NO_SEQUENCE, NO_TOKENS, StreamState
+from otelstream.core.sequence_numbers import NO_SEQUENCE
+from otelstream.core.side_objects import NO_RARE, NO_TOKENS
+from otelstream.core.state import StreamState
 
 
 def final_anomalies(s: StreamState, outcome: str) -> None:

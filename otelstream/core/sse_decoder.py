@@ -1,7 +1,7 @@
 """An incremental Server-Sent Events decoder for offline input (``otelstream check``).
 
 It reproduces what the openai 3.x and anthropic 2.x SDK decoders do with a body, so a recorded stream analysed
-offline gives the events the caller would have seen live (research/sdk-surfaces.md §2.1):
+offline gives the events the caller would have seen live:
 
 - lines end with LF, CR or CRLF (a CRLF split across two chunks is one line end);
 - ``:`` starts a comment line: no event, but it is reported as an ``SSEComment`` so keepalives can be counted

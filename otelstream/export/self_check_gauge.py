@@ -1,5 +1,5 @@
-"""``otelstream_self_check_failures``: how many checks of the runtime self-check (§5) differed from what
-otelstream must report, in this process; 0 when all held, absent until the check ran.
+"""``otelstream_self_check_failures``: how many checks of the runtime self-check (``doctor/runtime_check.py``)
+differed from what otelstream must report, in this process; 0 when all held, absent until the check ran.
 
 One value per process (the check runs once per process), shown on every registry and meter provider a pipeline
 records into: a Prometheus gauge created when the value is first known (``livemax`` in multiprocess mode: the worst
