@@ -22,6 +22,7 @@ from typing import Any, Final
 from otelstream.demo import faults as F
 from otelstream.demo.drive import Clients, Progress, close_clients, drive, make_clients, warm_up
 from otelstream.demo.plan import MODEL_BY_SURFACE, Job, expected_by_surface, plan, serve_plan
+from otelstream.distribution import install_hint
 
 DEFAULT_STREAMS: Final = 300
 DEFAULT_CONCURRENCY: Final = 48
@@ -90,7 +91,7 @@ def _require_demo_openai() -> None:
     except ModuleNotFoundError:  # no openai at all
         observed = False
     if not observed:
-        raise RuntimeError("the demo needs openai >= 3.32: pip install 'otelstream[demo]'")
+        raise RuntimeError(f"the demo needs openai >= 3.32: {install_hint('demo')}")
 
 
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:

@@ -7,6 +7,7 @@ import asyncio
 import importlib.util
 import io
 import random
+import re
 import socket
 from typing import Any
 
@@ -218,7 +219,11 @@ def test_the_demo_refuses_an_openai_below_its_floor(
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     assert R.run(_args("--streams", "4")) == 2
-    assert "the demo needs openai >= 3.32" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the demo needs openai >= 3.32" in err
+    # from a checkout or its wheel, with the extra: the package index has no otelstream
+    assert "pip install '/path/to/otelstream[demo]'" in err and "pip install 'otelstream[" not in err
+    assert re.search(r"pip install 'dist/otelstream-[\w.]+-py3-none-any\.whl\[demo\]'", err), err
 
 
 @demo_sdk
