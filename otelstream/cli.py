@@ -16,7 +16,9 @@ from otelstream.distribution import version
 _SUBCOMMANDS = {
     "check": ("otelstream.offline", "analyse recorded stream bodies (.sse) and WebSocket transcripts (.jsonl)"),
     "demo": ("otelstream.demo.run", "stream through a local fake provider and show what otelstream measures"),
-    "dashboards": ("otelstream.dashboards", "write the Grafana dashboards and Prometheus rules to a folder"),
+    "dashboards": (
+        "otelstream.dashboards.command_line", "write the Grafana dashboards and Prometheus rules to a folder"
+    ),
     "doctor": ("otelstream.doctor.command", "check that otelstream reports right on the SDKs installed here"),
     "probe": ("otelstream.probe.command", "probe a streaming endpoint with small requests: rows, verdict, monitor"),
 }
