@@ -111,3 +111,22 @@ def test_the_probe_deployment_runs_an_image_built_from_the_wheel() -> None:
     config_map = next(d for d in yaml.safe_load_all(manifests) if d["kind"] == "ConfigMap")
     assert parsed.config in {f"{mount}/{key}" for key in config_map["data"]}
     assert str(parsed.serve) in {str(p["containerPort"]) for p in container["ports"]}
+
+
+def test_the_readme_says_how_long_the_tests_take_and_why_some_skip() -> None:
+    """Near the top, beside the test command: its duration, and the two reasons a fresh machine skips tests, each
+    with the remedy the skipped tests themselves print."""
+    readme = README.read_text()
+    top = readme[: readme.index("## Install into your service")]
+    # the two commands, exactly as a newcomer copies them
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[demo]' && otelstream demo\n" in top
+    command = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest -q\n"
+    assert command in top
+    after = top[top.index(command) :]
+    assert "about 10 minutes on two cores" in after
+    assert "Debian's `prometheus` package" in after and "`sudo apt-get install prometheus`" in after
+    assert "`../shared/captures`" in after
+    tests = REPO / "tests"
+    assert "apt-get install prometheus" in (tests / "dashboards" / "test_prometheus_e2e.py").read_text()
+    assert "../shared/captures" in (tests / "conftest.py").read_text()
+    assert (tests / "support" / "paths.py").read_text().count('REPO.parent / "shared" / "captures"') == 1
