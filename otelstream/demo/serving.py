@@ -82,8 +82,10 @@ def serve_forever(provider: Any, metrics_url: str | None, args: argparse.Namespa
     with stop.installed():
         _say_serving(provider, metrics_url, out)
         asyncio.run(_serve_until(stop, serve_rounds(provider, mix, concurrency, args.seed)))
-    why = _STOPPING.get(stop.received or signal.SIGINT, "a signal")
-    print(f"\nstopped ({why}): the light traffic ended; closing the fake provider and /metrics", file=out, flush=True)
+    if stop.received is not None:  # (the traffic only ends on a signal, or by raising)
+        why = _STOPPING.get(stop.received, f"signal {stop.received}")
+        print(f"\nstopped ({why}): the light traffic ended; closing the fake provider and /metrics", file=out,
+              flush=True)  # fmt: skip
 
 
 def _say_serving(provider: Any, metrics_url: str | None, out: Any) -> None:
