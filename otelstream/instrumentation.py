@@ -213,9 +213,12 @@ def _warn_no_tracer_provider() -> None:
     if _warned_no_tracer_provider:
         return
     _warned_no_tracer_provider = True
+    from otelstream.distribution import install_hint
+
     logger.warning(
         "otelstream: no OpenTelemetry SDK TracerProvider is installed, so otelstream's spans go nowhere. Under "
-        "opentelemetry-instrument: pip install opentelemetry-distro 'otelstream[otlp]' and set "
+        f"opentelemetry-instrument: pip install opentelemetry-distro, install otelstream's otlp extra "
+        f"({install_hint('otlp')}) and set "
         "OTEL_EXPORTER_OTLP_ENDPOINT=http://<collector>:4318 OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf "
         "OTEL_SERVICE_NAME=<service>; in code: pass tracer_provider= or set the global one first."
     )

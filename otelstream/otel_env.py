@@ -10,15 +10,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from otelstream.distribution import install_hint
+
 logger = logging.getLogger("otelstream")
 
 _EXPORT_ENV = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 _METRICS_ENDPOINT_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+# the exporter package, and the otelstream extra that installs it (if any)
 _EXPORTER_PACKAGES = {
-    "otlp_proto_http": "opentelemetry-exporter-otlp-proto-http (pip install 'otelstream[otlp]')",
-    "otlp_proto_grpc": "opentelemetry-exporter-otlp-proto-grpc (pip install 'otelstream[otlp-grpc]')",
-    "prometheus": "opentelemetry-exporter-prometheus (pip install 'otelstream[prometheus-otel]')",
-    "zipkin": "opentelemetry-exporter-zipkin",
+    "otlp_proto_http": ("opentelemetry-exporter-otlp-proto-http", "otlp"),
+    "otlp_proto_grpc": ("opentelemetry-exporter-otlp-proto-grpc", "otlp-grpc"),
+    "prometheus": ("opentelemetry-exporter-prometheus", "prometheus-otel"),
+    "zipkin": ("opentelemetry-exporter-zipkin", None),
 }
 _OTLP_BY_PROTOCOL = {"grpc": "otlp_proto_grpc", "http/protobuf": "otlp_proto_http"}
 
@@ -49,6 +52,14 @@ def _otlp_exporter(env: Mapping[str, str], signal: str = "traces") -> str:
     return "otlp_proto_grpc" if list(grpc) else "otlp_proto_http"
 
 
+def _missing_exporter(name: str, what: str) -> str:
+    """What to install for an exporter that is not installed: its package, and how to get it with otelstream."""
+    package, extra = _EXPORTER_PACKAGES.get(name, (None, None))
+    if package is None:
+        return f"the package providing the {name!r} {what} exporter"
+    return package if extra is None else f"{package} ({install_hint(extra)})"
+
+
 def _load_exporters(names: list[str], group: str, what: str, missing: list[str]) -> list[tuple[str, Any]]:
     """Each named exporter made from the SDK's entry points; a missing package goes to ``missing``."""
     from importlib.metadata import entry_points
@@ -57,7 +68,7 @@ def _load_exporters(names: list[str], group: str, what: str, missing: list[str])
     for name in names:
         found = list(entry_points(group=group, name=name))
         if not found:
-            missing.append(_EXPORTER_PACKAGES.get(name, f"the package providing the {name!r} {what} exporter"))
+            missing.append(_missing_exporter(name, what))
             continue
         try:
             made.append((name, found[0].load()()))

@@ -16,7 +16,7 @@ ROOT = Path(otelstream.__file__).parent
 
 # each top-level module or package of otelstream, by layer: a module may import its own layer and those below
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"names"}),
+    frozenset({"names", "distribution"}),
     frozenset({"core", "_guard", "_process"}),
     frozenset({"attribution", "config", "offline", "examples", "otel_env"}),
     frozenset({"adapters", "export"}),

@@ -95,7 +95,11 @@ class FakeProvider:
         )
         self._http_thread.start()
         if self._want_ws:
-            self._ws = FakeWebSocketServer(self, self.host, self._ws_port_wanted)
+            try:
+                self._ws = FakeWebSocketServer(self, self.host, self._ws_port_wanted)
+            except BaseException:  # its port taken: the HTTP front must not outlive the refusal
+                self.close()
+                raise
         return self
 
     def close(self) -> None:

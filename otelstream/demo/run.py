@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -21,7 +22,9 @@ from typing import Any, Final
 
 from otelstream.demo import faults as F
 from otelstream.demo.drive import Clients, Progress, close_clients, drive, make_clients, warm_up
-from otelstream.demo.plan import MODEL_BY_SURFACE, Job, expected_by_surface, plan, serve_plan
+from otelstream.demo.plan import MODEL_BY_SURFACE, Job, expected_by_surface, plan
+from otelstream.demo.serving import Terminated, serve_forever, sigterm_as_ctrl_c
+from otelstream.distribution import install_hint
 
 DEFAULT_STREAMS: Final = 300
 DEFAULT_CONCURRENCY: Final = 48
@@ -33,6 +36,13 @@ def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0: any free)")
     return value
 
 
@@ -54,13 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--serve",
         action="store_true",
-        help="after the table, keep the fake provider and /metrics up (with light traffic) until Ctrl-C",
+        help="after the table, keep the fake provider and /metrics up (with light traffic) until Ctrl-C or SIGTERM",
     )
     parser.add_argument("--spans", choices=("none", "console"), default="none", help="print spans to stdout")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_METRICS_PORT, help="/metrics port (default %(default)s; 0 = any free)"
     )
-    parser.add_argument("--provider-port", type=int, default=0, help="fake provider port (default: any free)")
+    parser.add_argument("--provider-port", type=_port, default=0, help="fake provider port (default: any free)")
+    parser.add_argument("--ws-port", type=_port, default=0,
+                        help="fake provider's port for Responses WebSocket mode (default: any free)")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -90,7 +102,7 @@ def _require_demo_openai() -> None:
     except ModuleNotFoundError:  # no openai at all
         observed = False
     if not observed:
-        raise RuntimeError("the demo needs openai >= 3.32: pip install 'otelstream[demo]'")
+        raise RuntimeError(f"the demo needs openai >= 3.32: {install_hint('demo')}")
 
 
 def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = False) -> DemoResult:
@@ -131,8 +143,8 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
 
-    provider = FakeProvider(port=args.provider_port, pacing=Pacing(**DEMO_PACING_KW), seed=args.seed,
-                            tokens=(8, 40), mix=mix)  # fmt: skip
+    provider = FakeProvider(port=args.provider_port, ws_port=args.ws_port,
+                            pacing=Pacing(**DEMO_PACING_KW), seed=args.seed, tokens=(8, 40), mix=mix)  # fmt: skip
     provider.start()
     say(f"loaded in {time.monotonic() - t_load:.1f} s; fake provider on {provider.base_url}")
     metrics_server: Any = None
@@ -156,7 +168,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         result = DemoResult(jobs, expected, text, stats, registry, raised, elapsed, metrics_url, got == expected)
         if keep_serving:
             _print_result(result, args, out)
-            _serve_forever(provider, metrics_url, args, mix, out)
+            serve_forever(provider, metrics_url, args, mix, out)
         return result
     finally:
         uninstrument()
@@ -219,50 +231,20 @@ def _print_result(result: DemoResult, args: argparse.Namespace, out: Any) -> Non
     out.flush()
 
 
-def _serve_forever(provider: Any, metrics_url: str | None, args: argparse.Namespace, mix: F.FaultMix, out: Any) -> None:
-    print("\nserving until Ctrl-C:", file=out)
-    print(f"  fake provider (OpenAI base_url):    {provider.openai_base_url}", file=out)
-    print(f"  fake provider (Anthropic base_url): {provider.base_url}", file=out)
-    print(f"  fake provider (websocket_base_url): {provider.ws_base_url}", file=out)
-    if metrics_url:
-        print(f"  Prometheus scrape target:           {metrics_url}", file=out)
-    print("  light traffic continues with the same fault mix so dashboards keep moving", file=out)
-    out.flush()
-    try:
-        asyncio.run(serve_rounds(provider, mix, max(1, args.concurrency // 4), args.seed))
-    except KeyboardInterrupt:
-        print("\nstopped", file=out)
-
-
-async def serve_rounds(
-    provider: Any, mix: F.FaultMix, concurrency: int, seed: int, rounds: int | None = None
-) -> dict[str, int]:
-    """``--serve``'s light traffic: a round of streams every second, in one event loop (the async clients' pooled
-    connections belong to the loop they were opened in: a loop per round failed every async stream after the first
-    round as if the provider were down). Returns what the SDKs raised, by exception type."""
-    clients = make_clients(provider, concurrency)
-    quiet = Progress(0, enabled=False)
-    raised: dict[str, int] = {}
-    done = 0
-    while rounds is None or done < rounds:
-        seed += 1
-        for name, n in (await drive(serve_plan(max(4, concurrency), mix, seed), clients, concurrency, quiet)).items():
-            raised[name] = raised.get(name, 0) + n
-        done += 1
-        await asyncio.sleep(1.0)
-    return raised
-
-
 def run(args: argparse.Namespace) -> int:
     # Loading the SDKs, OTel and the provider and warming the clients up takes seconds on a cold machine: say what is
     # happening before any of it, not after a blank screen.
     print(f"otelstream demo: {args.streams} streams through the real openai and anthropic clients against a fake "
           "provider on 127.0.0.1 (loading the SDKs first)", flush=True)  # fmt: skip
     try:
-        result = execute(args, keep_serving=bool(args.serve))
-    except (RuntimeError, ValueError, OSError) as exc:  # OSError: e.g. --provider-port already in use
+        with sigterm_as_ctrl_c():
+            result = execute(args, keep_serving=bool(args.serve))
+    except (RuntimeError, ValueError, OSError) as exc:  # OSError: e.g. --provider-port or --ws-port already in use
         print(f"otelstream demo: {exc}", file=sys.stderr)
         return 2
+    except Terminated:  # before the table: nothing to show
+        print("otelstream demo: stopped (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     if not args.serve:
         _print_result(result, args, sys.stdout)
     return 0 if result.matches else 1

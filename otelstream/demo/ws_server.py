@@ -6,6 +6,7 @@ server, imported only when started). A connection's ``response.create`` commands
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -26,6 +27,22 @@ if TYPE_CHECKING:
 _WS_PATHS: Final = ("/v1/responses", "/responses")
 
 
+class _ClientLeftInHandshake(logging.Filter):
+    """A client that went away before its handshake request was whole (a connect cancelled by Ctrl-C, SIGTERM or an
+    abandoned stream) is routine for a provider: websockets logs it as an error with a traceback; the demo does not.
+    Every other handshake failure is still logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from websockets.exceptions import InvalidMessage
+
+        left = record.exc_info is not None and isinstance(record.exc_info[1], InvalidMessage)
+        return not (left and record.msg == "opening handshake failed")
+
+
+_LOG = logging.getLogger("otelstream.demo.websocket")
+_LOG.addFilter(_ClientLeftInHandshake())
+
+
 class FakeWebSocketServer:
     """Serves on a daemon thread from construction until :meth:`close`."""
 
@@ -42,6 +59,7 @@ class FakeWebSocketServer:
             process_request=self._process_request,
             compression=None,  # the real endpoint's frames are what the SDK parses; keep them plain
             ping_interval=None,
+            logger=_LOG,
         )
         self._thread = threading.Thread(target=self._server.serve_forever, name="otelstream-fake-ws", daemon=True)
         self._thread.start()

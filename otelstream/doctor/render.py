@@ -69,7 +69,9 @@ def text(result: Result) -> str:
             assert row.observed is not None
             lines.append(f"  {row.cell.key}: unobserved measures {', '.join(row.observed['unobserved'])}")
     else:
-        lines.append("no cell to run: no SDK installed (openai, anthropic) for the surfaces asked")
+        lines.append("no cell ran")
+    for why in result.unchecked:
+        lines.append(f"NOT CHECKED: {why}")
     lines.append("")
     if result.missing:
         for point in result.missing:
@@ -81,12 +83,14 @@ def text(result: Result) -> str:
     if result.interrupted:
         lines.append("INTERRUPTED: instrumentation changed during the run (the rows above prove nothing)")
     failed = result.failed
-    verdict = "all held" if result.ok else "MISMATCH"
+    verdict = "all held" if result.ok else "MISMATCH" if result.wrong else "NOT CHECKED"
     summary = f"{len(result.rows)} cells, {len(result.rows) - len(failed)} held, {len(failed)} mismatched"
     if result.missing:
         summary += f"; {len(result.missing)} patch point(s) missing"
+    if result.unchecked:
+        summary += f"; {len(result.unchecked)} asked not checked"
     lines.append(f"{verdict}: {summary} ({result.seconds:.1f} s)")
-    if not result.ok:
+    if result.wrong:
         lines.append("otelstream's numbers for the mismatched cells are not to be trusted on this stack: please report "
                      "this output (it carries no content) with the versions above.")  # fmt: skip
     return "\n".join(lines)
@@ -108,6 +112,7 @@ def to_json(result: Result) -> dict[str, Any]:
         "missing_patch_points": [p.to_json() for p in result.missing],
         "notes": list(result.notes),
         "interrupted": result.interrupted,
+        "unchecked": list(result.unchecked),
     }
 
 

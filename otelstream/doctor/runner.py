@@ -31,6 +31,7 @@ _ASYNC_CELL_TIMEOUT_S: Final = 5.0  # a cell that hangs (a cancellation swallowe
 NOT_COVERED: Final = (
     f"{names.RESPONSES_WEBSOCKET}: not covered (WebSocket mode needs a socket server; its patch points are checked)",
 )
+_WEBSOCKET_SDK: Final = "openai"  # no cells for its WebSocket mode, but its patch points are checked when asked
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,20 @@ class Result:
     versions: dict[str, str | None] = field(default_factory=dict)
     seconds: float = 0.0
     interrupted: bool = False  # instrumentation changed (or a stop was asked) mid-run: the rows prove nothing
+    unchecked: list[str] = field(default_factory=list)  # a surface asked (or, unasked, any) that no cell checked
 
     @property
     def failed(self) -> list[Row]:
         return [r for r in self.rows if not r.ok]
 
     @property
+    def wrong(self) -> bool:
+        """Something differed (a cell, a patch point) or the run proves nothing: not merely unchecked."""
+        return bool(self.failed or self.missing or self.interrupted)
+
+    @property
     def ok(self) -> bool:
-        return not self.failed and not self.missing and not self.interrupted
+        return not self.wrong and not self.unchecked
 
 
 def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list[Cell]:
@@ -91,6 +98,21 @@ def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list
         for fault in F.FAULTS
         if surface in fault.surfaces and mode in fault.modes and (fault.small or not small)
     ]
+
+
+def unchecked(surfaces: Sequence[str] | None, chosen: Sequence[Cell]) -> list[str]:
+    """Why each surface asked has no cell here; unasked (every installed surface), why no cell ran at all."""
+    if surfaces is None:
+        return [] if chosen else [f"every surface: no SDK installed ({', '.join(sorted(_SDKS))})"]
+    ran = {c.surface for c in chosen}
+    return [
+        f"{surface}: the doctor has no cells for it" if surface not in F.SSE_SURFACES else
+        f"{surface}: the {clients.SDK_BY_SURFACE[surface]} SDK is not installed"
+        for surface in dict.fromkeys(surfaces) if surface not in ran
+    ]  # fmt: skip
+
+
+_SDKS: Final = frozenset(clients.SDK_BY_SURFACE.values())
 
 
 def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
@@ -215,13 +237,17 @@ def run(
     start = time.monotonic()
     chosen = cells(surfaces, small=small)
     state = _Run(chosen, stop, deadline)
-    result = Result(versions=versions(), notes=list(NOT_COVERED))
+    result = Result(versions=versions(), notes=list(NOT_COVERED), unchecked=unchecked(surfaces, chosen))
     sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen))
+    # the SDKs whose patch points are checked: those of the cells, and openai's when its WebSocket mode is asked
+    pointed = sdks
+    if names.RESPONSES_WEBSOCKET in (surfaces or ()) and clients.installed(_WEBSOCKET_SDK):
+        pointed = tuple(dict.fromkeys((*sdks, _WEBSOCKET_SDK)))
     with routed(state.listener) as routing:
-        for sdk in sdks:
+        for sdk in pointed:
             importlib.import_module(sdk)
         if not small:
-            patchpoints.import_patch_modules(sdks)
+            patchpoints.import_patch_modules(pointed)
         with _young_heap(any(c.fault.caller == F.DROP for c in chosen)):
             for sdk in sdks:
                 for mode in F.MODES:
@@ -233,7 +259,7 @@ def run(
                     else:
                         _run_loop(state.async_cells(sdk, mode_cells, routing))
         result.interrupted = state.stopped or not routing.intact
-        missing, notes = patchpoints.missing(sdks)  # before the patches are removed: that forgets what was missing
+        missing, notes = patchpoints.missing(pointed)  # before the patches are removed: that forgets what was missing
     result.missing = missing
     result.notes.extend(notes)
     result.rows = [

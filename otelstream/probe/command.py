@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "service, and report a row per request and a conformance verdict per target. No prompt, output, key or "
         "header value is ever printed, logged or exported."
     )
-    # bad arguments are one line and exit 2, like every other refusal of this command (argparse adds its usage)
+    # bad arguments are one line and exit 2, like every other refusal of this command (argparse adds its usage);
+    # `otelstream` routes flags no subcommand knows here too
     setattr(parser, "error", _one_line_error(parser.prog))  # noqa: B010 - an instance attribute shadows the method
     one = parser.add_argument_group("one target")
     one.add_argument("--base-url", help="the API's base URL as the SDK takes it (http://host:8000/v1); "
@@ -103,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _one_line_error(prog: str) -> Callable[[str], NoReturn]:
     def error(message: str) -> NoReturn:
-        print(f"{prog}: {message}", file=sys.stderr)
+        print(f"{prog}: {message} ({prog} --help lists the arguments)", file=sys.stderr)
         raise SystemExit(2)
 
     return error

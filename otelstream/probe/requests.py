@@ -20,6 +20,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from otelstream import names
+from otelstream.distribution import install_hint
 from otelstream.probe.config import ProbeError, Secrets, Target
 
 PROMPT: Final = "Reply with the single word: ok"
@@ -29,7 +30,6 @@ WS_TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "re
 # probe's overall bound only ends streams that keep trickling
 DEADLINE_GRACE_S: Final = 1.0
 _QUIET: Final = ("openai", "anthropic", "httpx", "httpx2", "httpcore", "websockets")
-_INSTALL: Final = {"openai": "pip install 'otelstream[openai]'", "anthropic": "pip install 'otelstream[anthropic]'"}
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,9 @@ def require_sdk(target: Target) -> Any:
     try:
         sdk = importlib.import_module(target.sdk)
     except ImportError:
-        raise ProbeError(f"surface {target.surface} needs the {target.sdk} SDK: {_INSTALL[target.sdk]}") from None
+        raise ProbeError(f"surface {target.surface} needs the {target.sdk} SDK: {install_hint(target.sdk)}") from None
     if target.surface == names.RESPONSES_WEBSOCKET and not _has_websocket_mode():
-        raise ProbeError("surface responses_websocket needs openai >= 3.32 and websockets: "
-                         "pip install 'otelstream[openai]'")  # fmt: skip
+        raise ProbeError(f"surface responses_websocket needs openai >= 3.32 and websockets: {install_hint('openai')}")
     return sdk
 
 

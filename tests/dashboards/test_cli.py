@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from otelstream import dashboards, names
+from otelstream import names
+from otelstream.dashboards import command_line, shipped
 from tests.dashboards.harness import (
     ALERT_SERIES,
     DASHBOARDS,
@@ -22,8 +23,8 @@ from tests.dashboards.harness import (
 
 def _run(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    dashboards.add_arguments(parser)
-    return dashboards.run(parser.parse_args(list(argv)))
+    command_line.add_arguments(parser)
+    return command_line.run(parser.parse_args(list(argv)))
 
 
 def _shipped() -> dict[str, bytes]:
@@ -60,7 +61,7 @@ def test_rerun_is_idempotent_and_does_not_clobber(tmp_path: Path, capsys: pytest
 def test_default_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert _run() == 0
-    assert (tmp_path / dashboards.DEFAULT_DIR / "grafana" / "otelstream-streams.json").is_file()
+    assert (tmp_path / command_line.DEFAULT_DIR / "grafana" / "otelstream-streams.json").is_file()
 
 
 def test_packaged_copy_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,8 +76,8 @@ def test_packaged_copy_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
             assert name == "_dashboards"
             return packaged
 
-    monkeypatch.setattr(dashboards.resources, "files", lambda package: _Files())
-    assert dashboards.shipped_files() == [("grafana/x.json", b"{}")]
+    monkeypatch.setattr(shipped.resources, "files", lambda package: _Files())
+    assert shipped.shipped_files() == [("grafana/x.json", b"{}")]
 
 
 def test_through_the_cli(tmp_path: Path) -> None:
@@ -138,3 +139,17 @@ def test_metric_attributes_default_to_the_setting(tmp_path: Path, monkeypatch: p
     assert _run(str(tmp_path)) == 0
     dash = json.loads((tmp_path / "grafana" / "otelstream-streams.json").read_text(encoding="utf-8"))
     assert {"tenant_id", "_lives"} <= {v["name"] for v in dash["templating"]["list"]}
+
+
+def test_the_dashboards_package_is_split_by_job() -> None:
+    """The command, the PromQL rewriting and the Kubernetes manifests were one 494-line module: each job is a module
+    of at most 400 lines now, named by it and by no other module of otelstream."""
+    from tests.support.paths import REPO
+
+    package = REPO / "otelstream" / "dashboards"
+    assert package.is_dir() and not (REPO / "otelstream" / "dashboards.py").exists()
+    modules = sorted(p for p in package.glob("*.py") if p.name != "__init__.py")
+    assert {p.stem for p in modules} >= {"command_line", "semconv_queries", "k8s_manifests"}
+    assert all(len(p.read_text(encoding="utf-8").splitlines()) <= 400 for p in modules)
+    elsewhere = {p.name for p in (REPO / "otelstream").rglob("*.py") if p.parent != package}
+    assert not {p.name for p in modules} & elsewhere

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from otelstream import dashboards
 from otelstream.cli import main
+from otelstream.dashboards import k8s_manifests
 from tests.dashboards.harness import DASHBOARDS, RULES_FILE, tool
 
 yaml = pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extra)")
@@ -22,7 +22,7 @@ def _write(tmp_path: Path, *extra: str) -> tuple[Path, dict[str, Any]]:
     out, k8s = tmp_path / "out", tmp_path / "k8s"
     assert main(["dashboards", str(out), "--k8s", str(k8s), *extra]) == 0
     docs = {}
-    for name in dashboards.K8S_FILES:
+    for name in k8s_manifests.K8S_FILES:
         (doc,) = list(yaml.safe_load_all((k8s / name).read_text(encoding="utf-8")))
         docs[doc["kind"]] = doc
     return out, docs
@@ -36,9 +36,9 @@ def test_k8s_manifests_are_yaml_of_the_right_kinds(tmp_path: Path) -> None:
     assert config_map["apiVersion"] == "v1"
     # the same groups, rule for rule, as the file Prometheus loads
     assert rule["spec"]["groups"] == yaml.safe_load(RULES_FILE.read_text(encoding="utf-8"))["groups"]
-    assert monitor["spec"]["selector"]["matchLabels"] == {dashboards.K8S_SCRAPE_LABEL: "true"}
+    assert monitor["spec"]["selector"]["matchLabels"] == {k8s_manifests.K8S_SCRAPE_LABEL: "true"}
     assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s"}]
-    assert config_map["metadata"]["labels"][dashboards.GRAFANA_SIDECAR_LABEL] == "1"
+    assert config_map["metadata"]["labels"][k8s_manifests.GRAFANA_SIDECAR_LABEL] == "1"
     shipped = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (DASHBOARDS / "grafana").glob("*.json")}
     assert {k: json.loads(v) for k, v in config_map["data"].items()} == shipped
 
@@ -93,10 +93,38 @@ def test_the_kubernetes_doc_examples_are_consistent() -> None:
     blocks = [b for b in text.split("```yaml\n")[1:]]
     docs = [d for block in blocks for d in yaml.safe_load_all(block.split("```", 1)[0]) if d]
     service = next(d for d in docs if d.get("kind") == "Service")
-    assert service["metadata"]["labels"] == {dashboards.K8S_SCRAPE_LABEL: "true"}
+    assert service["metadata"]["labels"] == {k8s_manifests.K8S_SCRAPE_LABEL: "true"}
     assert "metrics" in {p["name"] for p in service["spec"]["ports"]}
     collector = next(d for d in docs if "receivers" in d and "service" in d)
     for pipeline in collector["service"]["pipelines"].values():
         assert set(pipeline["receivers"]) <= set(collector["receivers"])
         assert set(pipeline["exporters"]) <= set(collector["exporters"])
     assert "otlp" in collector["receivers"] and collector["service"]["pipelines"]["metrics"]["exporters"]
+
+
+def test_the_command_says_what_it_wrote_for_kubernetes(tmp_path: Path) -> None:
+    """As a user runs it: the Kubernetes manifests were only three more paths among the files; now the command says
+    what each one is and how to apply them."""
+    import sys
+
+    out, k8s = tmp_path / "out", tmp_path / "k8s"
+    done = subprocess.run([sys.executable, "-m", "otelstream.cli", "dashboards", str(out), "--k8s", str(k8s)],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stdout.splitlines() if line.startswith(str(k8s))] == [
+        str(k8s / name) for name in k8s_manifests.K8S_FILES]  # fmt: skip
+    said = done.stderr.splitlines()
+    start = said.index(f"Kubernetes manifests in {k8s} (for a cluster with prometheus-operator, instead of the above):")
+    rows = said[start + 1 : start + 1 + len(k8s_manifests.K8S_FILES)]
+    for row, name, kind in zip(rows, k8s_manifests.K8S_FILES, ("PrometheusRule", "ServiceMonitor", "ConfigMap"),
+                               strict=True):  # fmt: skip
+        path, _, what = row.strip().partition("  ")
+        assert path == str(k8s / name) and what.strip().startswith(kind), row
+        (doc,) = list(yaml.safe_load_all((k8s / name).read_text(encoding="utf-8")))
+        assert doc["kind"] == kind
+    assert said[start + 1 + len(rows)].endswith(f"kubectl apply -n <namespace> -f {k8s}")
+
+
+def test_without_k8s_nothing_is_said_of_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dashboards", str(tmp_path / "out")]) == 0
+    assert "Kubernetes" not in capsys.readouterr().err

@@ -34,7 +34,8 @@ from typing import Any
 
 import pytest
 
-from otelstream import dashboards, names
+from otelstream import names
+from otelstream.dashboards import attribute_variables, shipped
 from tests.dashboards.designload import DesignLoad
 from tests.dashboards.harness import (
     COUNTERS,
@@ -381,7 +382,7 @@ def test_healthy_mix_trips_no_alert(healthy: Scenario) -> None:
 def test_attribute_variables_filter_the_real_labels(healthy: Scenario, tmp_path: Path) -> None:
     """``otelstream dashboards --metric-attributes tenant`` against the worker's tenant label: the variable lists
     the tenants, and every panel returns data for All (streams without a tenant included) and for one tenant."""
-    dashboards.write(tmp_path, labels=dashboards.attribute_labels("tenant"))
+    shipped.write(tmp_path, labels=attribute_variables.attribute_labels("tenant"))
     dash = load_dashboard(tmp_path / "grafana" / "otelstream-streams.json")
     (variable,) = [v for v in dash["templating"]["list"] if v["name"] == "tenant"]
     selector, label = parse_label_values(substitute(variable_query(variable), healthy.variables, "1m", "1m"))

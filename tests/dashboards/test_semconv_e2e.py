@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from otelstream import dashboards, names
+from otelstream import names
+from otelstream.dashboards import command_line
 from tests.dashboards.harness import Prometheus, has_finite_value, iter_panels, substitute, tool
 from tests.dashboards.loadsource import LoadSource, start_load
 
@@ -50,8 +51,8 @@ class Stack:
 
 def _write(dest: Path, semconv: str) -> Path:
     parser = argparse.ArgumentParser()
-    dashboards.add_arguments(parser)
-    assert dashboards.run(parser.parse_args([str(dest), "--semconv", semconv])) == 0
+    command_line.add_arguments(parser)
+    assert command_line.run(parser.parse_args([str(dest), "--semconv", semconv])) == 0
     return dest
 
 

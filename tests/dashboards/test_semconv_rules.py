@@ -14,14 +14,15 @@ from typing import Any
 
 import pytest
 
-from otelstream import dashboards, names
+from otelstream import names
+from otelstream.dashboards import command_line, k8s_manifests, semconv_queries
 from otelstream.export.points import SPECS
 from tests.dashboards.harness import ALERT_LABELS, DASHBOARDS, LABELS, label_names, series_names, tool
 
 yaml = pytest.importorskip("yaml", reason="pyyaml not installed (it is in the test extra)")
 
 MODES = (names.SEMCONV_LATEST, names.SEMCONV_DUP)
-OLD_FAMILIES = tuple(dashboards._OLD_FAMILIES)
+OLD_FAMILIES = tuple(semconv_queries.OLD_FAMILIES)
 
 
 def _series(specs: Any) -> frozenset[str]:
@@ -44,8 +45,8 @@ ALL_SERIES = _series(SPECS)
 
 def _run(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    dashboards.add_arguments(parser)
-    return dashboards.run(parser.parse_args(list(argv)))
+    command_line.add_arguments(parser)
+    return command_line.run(parser.parse_args(list(argv)))
 
 
 def _render(dest: Path, semconv: str) -> Path:
@@ -213,7 +214,7 @@ def test_the_setting_picks_the_default(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_k8s_manifests_follow(tmp_path: Path) -> None:
     assert _run(str(tmp_path / "out"), "--semconv", "latest", "--k8s", str(tmp_path / "k8s")) == 0
-    for name in dashboards.K8S_FILES:
+    for name in k8s_manifests.K8S_FILES:
         text = (tmp_path / "k8s" / name).read_text(encoding="utf-8")
         assert "gen_ai_client_operation_" not in text and "gen_ai_client_token_usage" not in text
     assert names.PROM_INFERENCE_DURATION in (tmp_path / "k8s" / "prometheusrule.yaml").read_text(encoding="utf-8")
@@ -231,8 +232,8 @@ def test_k8s_manifests_follow(tmp_path: Path) -> None:
 def test_an_unknown_query_form_is_refused(expr: str) -> None:
     rules = f"groups:\n  - name: g\n    rules:\n      - record: a:b:c\n        expr: {expr}\n".encode()
     with pytest.raises(ValueError, match="gen_ai_client_"):
-        dashboards.with_semconv("prometheus/x.rules.yml", rules, names.SEMCONV_LATEST)
-    assert dashboards.with_semconv("prometheus/x.rules.yml", rules, names.SEMCONV_DEFAULT) == rules
+        semconv_queries.with_semconv("prometheus/x.rules.yml", rules, names.SEMCONV_LATEST)
+    assert semconv_queries.with_semconv("prometheus/x.rules.yml", rules, names.SEMCONV_DEFAULT) == rules
 
 
 def test_every_old_query_form_is_rewritten() -> None:
@@ -243,6 +244,6 @@ def test_every_old_query_form_is_rewritten() -> None:
             text = re.sub(r"#[^\n]*", "", text) if path.suffix == ".yml" else text
             if path.name.endswith(".test.yml"):
                 continue  # input series, rewritten line by line
-            rewritten = dashboards._AGGREGATE.sub("", text)
-            stray = {m[0] for m in dashboards._OLD_SERIES.finditer(rewritten)}
+            rewritten = semconv_queries._AGGREGATE.sub("", text)
+            stray = {m[0] for m in semconv_queries._OLD_SERIES.finditer(rewritten)}
             assert not stray, (path.name, sorted(stray))

@@ -7,6 +7,8 @@ import asyncio
 import importlib.util
 import io
 import random
+import re
+import signal
 import socket
 from typing import Any
 
@@ -16,7 +18,9 @@ from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo import plan as demo_plan
 from otelstream.demo import run as R
+from otelstream.demo import serving as S
 from otelstream.demo import table as T
+from tests.demo.demo_process import ServingDemo, free_port
 from tests.support.sdk_features import DEMO_SDK, WITHOUT_DEMO_SDK
 
 pytest.importorskip("otelstream.adapters")
@@ -107,11 +111,31 @@ def test_run_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_serve_rounds_keep_working_after_the_first(provider: object) -> None:
     """--serve's light traffic: with a healthy mix, no round raises (every async stream after the first round failed
     with a connection error when each round ran in a new event loop)."""
-    assert asyncio.run(R.serve_rounds(provider, F.FaultMix.parse("healthy"), 4, seed=1, rounds=3)) == {}
+    assert asyncio.run(S.serve_rounds(provider, F.FaultMix.parse("healthy"), 4, seed=1, rounds=3)) == {}
+
+
+@demo_sdk
+@pytest.mark.parametrize(("signum", "said"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_serve_stops_on_sigterm_as_on_ctrl_c(signum: int, said: str) -> None:
+    """A service manager stops with SIGTERM: the demo died of it without a word. Now it ends the light traffic,
+    closes the provider and /metrics, says so and exits 0, as Ctrl-C does. The WebSocket front is on the port asked
+    with --ws-port (it was always a random one)."""
+    ws_port = free_port()
+    demo = ServingDemo("--serve", "--streams", "8", "--quiet", "--port", "0", "--ws-port", str(ws_port))
+    try:
+        served = demo.addresses()
+        stopped = demo.stop(signum)
+    finally:
+        demo.kill()
+    assert served["fake provider (websocket_base_url)"] == f"ws://127.0.0.1:{ws_port}/v1"
+    assert "serving until Ctrl-C or SIGTERM:" in stopped.out
+    assert stopped.rc == 0, stopped
+    assert f"stopped ({said}): the light traffic ended; closing the fake provider and /metrics" in stopped.out
+    assert "Traceback" not in stopped.err, stopped.err
 
 
 def test_bad_numbers_and_a_busy_provider_port_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for bad in (("--streams", "-5"), ("--concurrency", "0")):
+    for bad in (("--streams", "-5"), ("--concurrency", "0"), ("--ws-port", "70000")):
         with pytest.raises(SystemExit) as exited:
             _args(*bad)
         assert exited.value.code == 2
@@ -119,8 +143,11 @@ def test_bad_numbers_and_a_busy_provider_port_exit_2(capsys: pytest.CaptureFixtu
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         assert R.run(_args("--streams", "4", "--provider-port", str(busy.getsockname()[1]))) == 2
+        if DEMO_SDK:  # a busy --ws-port too, refused before any stream, the provider's HTTP front closed again
+            assert R.run(_args("--streams", "4", "--ws-port", str(busy.getsockname()[1]))) == 2
     err = capsys.readouterr().err
     assert "not a positive number" in err and "otelstream demo:" in err and "Traceback" not in err
+    assert "70000 is not a port" in err
 
 
 @demo_sdk
@@ -130,7 +157,7 @@ def test_serve_rounds_serve_every_fault_of_the_mix_at_a_small_concurrency(provid
     never a cut, reset or error: each round was allocated by weight alone, the same way every round."""
     parsed = F.FaultMix.parse(mix)
     before = len(provider.requests)  # type: ignore[attr-defined]
-    asyncio.run(R.serve_rounds(provider, parsed, 8 // 4, seed=1, rounds=2))
+    asyncio.run(S.serve_rounds(provider, parsed, 8 // 4, seed=1, rounds=2))
     assert provider.wait_idle(10.0)  # type: ignore[attr-defined]
     served = {rec.fault for rec in provider.requests[before:]}  # type: ignore[attr-defined]
     server_side = {name for name, _ in parsed.weights if name in F.SERVER_FAULTS and name != F.OK}
@@ -218,7 +245,11 @@ def test_the_demo_refuses_an_openai_below_its_floor(
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     assert R.run(_args("--streams", "4")) == 2
-    assert "the demo needs openai >= 3.32" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the demo needs openai >= 3.32" in err
+    # from a checkout or its wheel, with the extra: the package index has no otelstream
+    assert "pip install '/path/to/otelstream[demo]'" in err and "pip install 'otelstream[" not in err
+    assert re.search(r"pip install 'dist/otelstream-[\w.]+-py3-none-any\.whl\[demo\]'", err), err
 
 
 @demo_sdk

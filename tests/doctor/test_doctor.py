@@ -7,6 +7,8 @@ application's spans and series, and the patches are left as the doctor found the
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from otelstream import cli, names
 from otelstream.adapters._patch import PATCHER
 from otelstream.adapters.calls import RUNTIME
 from otelstream.core.report import StreamReport, Usage
-from otelstream.doctor import faults, render, runner
+from otelstream.doctor import clients, faults, render, runner
 from otelstream.doctor.routing import DoctorListener
 from tests.support.instrumented import instrumented
 from tests.support.paths import REPO
@@ -82,7 +84,8 @@ def test_json_shape_and_exit_code() -> None:
     done = subprocess.run([sys.executable, "-m", "otelstream.cli", "doctor", "--json"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)  # fmt: skip
     doc = json.loads(done.stdout)
-    assert set(doc) == {"ok", "versions", "seconds", "summary", "cells", "missing_patch_points", "notes", "interrupted"}
+    assert set(doc) == {"ok", "versions", "seconds", "summary", "cells", "missing_patch_points", "notes", "interrupted",
+                        "unchecked"}  # fmt: skip
     assert done.returncode == (0 if doc["ok"] else 1), done.stderr
     assert len(doc["cells"]) == len(CELLS) == doc["summary"]["cells"]
     for row in doc["cells"]:
@@ -103,14 +106,50 @@ def test_text_output_and_surface_choice(capsys: pytest.CaptureFixture[str]) -> N
     assert all(f" {names.MESSAGES} " in line for line in rows)
     assert "anthropic" in out.splitlines()[0] and "httpx2" in out.splitlines()[0]
     assert "patch points: every one otelstream needs was found" in out
-    assert code == 0 and all(line.startswith("ok ") for line in rows)
-    assert out.strip().splitlines()[-1].startswith(f"all held: {len(rows)} cells, {len(rows)} held, 0 mismatched")
+    # every cell held, but the WebSocket surface asked has no cells: not "all held", exit 2
+    assert code == 2 and all(line.startswith("ok ") for line in rows)
+    assert out.strip().splitlines()[-1].startswith(
+        f"NOT CHECKED: {len(rows)} cells, {len(rows)} held, 0 mismatched; 1 asked not checked")
+    assert cli.main(["doctor", "--surface", names.MESSAGES]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"all held: {len(rows)} cells")
 
 
-def test_websocket_alone_is_said_not_covered(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["doctor", "--surface", names.RESPONSES_WEBSOCKET]) == 0
+def test_websocket_alone_is_not_checked_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """The doctor has no WebSocket cells: asked for that surface alone, it said "all held: 0 cells" and exited 0
+    (and "no SDK installed", with openai installed). A surface asked and not checked is exit 2, said as such."""
+    assert cli.main(["doctor", "--surface", names.RESPONSES_WEBSOCKET]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert "no SDK installed" not in "\n".join(lines) and "all held" not in "\n".join(lines)
+    assert f"NOT CHECKED: {names.RESPONSES_WEBSOCKET}: the doctor has no cells for it" in lines
+    assert lines[-1].startswith("NOT CHECKED: 0 cells, 0 held, 0 mismatched; 1 asked not checked")
+
+
+def test_websocket_asked_checks_its_patch_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the doctor does check of WebSocket mode: its patch points. A release without one is a mismatch, exit 1
+    (before, asking for the WebSocket surface alone checked no SDK's patch points at all)."""
+    websocket_connection = pytest.importorskip("openai._websocket_connection")
+    base = websocket_connection.WebSocketConnectionBase
+    monkeypatch.setattr(base, "send_bytes", base.send_raw, raising=False)
+    monkeypatch.delattr(base, "send_raw")  # a release that renamed it
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["doctor", "--json", "--surface", names.RESPONSES_WEBSOCKET])
+    doc = json.loads(out.getvalue())
+    assert code == 1 and doc["ok"] is False and doc["cells"] == []
+    assert [p["point"] for p in doc["missing_patch_points"]] == [
+        "openai._websocket_connection.WebSocketConnectionBase.send_raw"]  # fmt: skip
+    assert doc["unchecked"] == [f"{names.RESPONSES_WEBSOCKET}: the doctor has no cells for it"]
+
+
+def test_a_surface_whose_sdk_is_missing_is_not_checked(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setattr(clients, "installed", lambda sdk: sdk != "anthropic")
+    assert cli.main(["doctor", "--surface", names.MESSAGES]) == 2
     out = capsys.readouterr().out
-    assert "no cell to run" in out and "responses_websocket: not covered" in out
+    assert f"NOT CHECKED: {names.MESSAGES}: the anthropic SDK is not installed" in out.splitlines()
+    monkeypatch.setattr(clients, "installed", lambda sdk: False)
+    assert cli.main(["doctor"]) == 2
+    assert "NOT CHECKED: every surface: no SDK installed (anthropic, openai)" in capsys.readouterr().out
 
 
 def test_streams_stay_out_of_the_application_telemetry() -> None:

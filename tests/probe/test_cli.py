@@ -138,3 +138,14 @@ def test_text_output_says_each_rule_in_words(scripted: ScriptedServer) -> None:
     assert lines[4].startswith("summary: 2 requests: completed 2; TTFD p50 ")
     assert lines[5:] == ["verdict: FAIL",
                          "  fail  missing_done (2 requests): no [DONE]: the answer ended without `data: [DONE]`"]
+
+
+def test_a_flag_the_probe_does_not_know_is_the_probe_s_own_one_line_error() -> None:
+    """argparse hands flags no subparser took to the top-level parser, whose usage names the subcommands, not the
+    probe's flags: the probe's own refusal says it instead, in its one line."""
+    run = probe_cli("--base-url", "http://127.0.0.1:9/v1", "--surface", "chat_completions", "--model", "m",
+                    "--reqests", "3")  # fmt: skip
+    assert run.rc == 2 and run.out == "", run
+    _one_line_no_traceback(run.err)
+    assert "unrecognized arguments: --reqests 3" in run.err and "otelstream probe --help" in run.err
+    assert "{check,demo,dashboards,doctor,probe}" not in run.err
