@@ -238,8 +238,8 @@ def _at_exit() -> None:
 
 def watch(call: Call, owner: object) -> None:
     """Watch the object the caller holds: its collection ends the stream as abandoned (gc). openai's Stream sits in a
-    Stream<->generator cycle, so that happens only at a cyclic collection (research §1.4 #4); the export watchdog's
-    idle fallback covers the rest."""
+    Stream<->generator cycle (the Stream holds its ``__stream__`` generator, whose frame holds the Stream), so that
+    happens only at a cyclic collection; the export watchdog's idle fallback covers the rest."""
     old = call.watcher
     if old is not None:  # moves from a raw response wrapper to the Stream that .parse() built from it
         _WATCHED.pop(old, None)
