@@ -34,7 +34,9 @@ OUTCOME_BY_RANK = {
 }
 _RANK_BY_OUTCOME = {v: k for k, v in OUTCOME_BY_RANK.items()}
 
-_RARE_LOCK = threading.Lock()  # StreamState.rare: the side object is made exactly once per stream
+# StreamState.rare: the side object is made exactly once per stream. Re-entrant: making it allocates, which may run
+# the cyclic collector, which may end a dropped stream right here (whose end makes its own side object)
+_RARE_LOCK = threading.RLock()
 _SEQ_WINDOW = 64
 _SEQ_MASK = (1 << _SEQ_WINDOW) - 1
 MAX_CHOICES = 128

@@ -41,7 +41,7 @@ class DoctorListener:
 
     def __init__(self) -> None:
         self.app: StreamListener | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a collection inside it may end (and record) a dropped stream
         self.reports: dict[str, list[StreamReport]] = {}
 
     def reports_of(self, cell: str) -> list[StreamReport]:
