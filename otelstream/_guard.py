@@ -26,7 +26,7 @@ R = TypeVar("R")
 _STRICT_ENV = "OTELSTREAM_RAISE_INTERNAL_ERRORS"
 _LOG_EVERY_S = 60.0
 _last_logged: dict[str, float] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a collection inside it may end a dropped stream, whose end may report
 # Recent internal errors (bounded): tests assert this stays empty, operators can inspect it.
 errors: list[tuple[str, BaseException]] = []
 _MAX_KEPT = 100

@@ -274,6 +274,13 @@ MEASURE_EVENT_NAMES: Final = "event_names"  # SSE `event:` names (classify untyp
 MEASURE_KEEPALIVES: Final = "keepalives"
 MEASURE_CALLER_CLOSE: Final = "caller_close"  # the caller's close of the body (abandoned, close)
 MEASURE_ERROR_CLASS: Final = "error_class"  # the HTTP client's transport errors told apart (connection, timeout)
+# What a runtime self-check cell compares besides the above (a differing cell makes them unknown for its SDK and
+# mode). The outcome keeps a value of the closed set on the metric label (alerts still see the stream); the report
+# and the span list it as unobserved.
+MEASURE_OUTCOME: Final = "outcome"  # the outcome and the abandonment reason
+MEASURE_COUNTS: Final = "counts"  # events, deltas, sequence gaps
+MEASURE_USAGE: Final = "usage"  # the token counts the server sent
+MEASURE_ANOMALIES: Final = "anomalies"  # the protocol anomalies raised
 MEASURES: Final = (
     MEASURE_STREAM,
     MEASURE_TIME_TO_FIRST_EVENT,
@@ -286,6 +293,10 @@ MEASURES: Final = (
     MEASURE_KEEPALIVES,
     MEASURE_CALLER_CLOSE,
     MEASURE_ERROR_CLASS,
+    MEASURE_OUTCOME,
+    MEASURE_COUNTS,
+    MEASURE_USAGE,
+    MEASURE_ANOMALIES,
 )
 
 # --- spans -------------------------------------------------------------------------------------------

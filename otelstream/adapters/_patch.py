@@ -33,6 +33,7 @@ from typing import Any
 import wrapt
 
 from otelstream import _guard, names
+from otelstream.adapters import doubted
 
 logger = logging.getLogger("otelstream")
 
@@ -132,11 +133,18 @@ class Patcher:
         """The measures the streams of ``scope`` cannot observe (once per stream: one dict lookup)."""
         return self._unobserved.get(scope, NOTHING_UNOBSERVED)
 
+    def refresh_unobserved(self) -> None:
+        """Recompute the per-scope sets (the self-check's verdicts changed: ``doubted``)."""
+        with self._lock:
+            self._update_unobserved()
+
     def _update_unobserved(self) -> None:
         by_scope: dict[str, set[str]] = {}
         for patch in self._missing.values():
             for scope in patch.scopes:
                 by_scope.setdefault(scope, set()).update(patch.measures)
+        for scope, doubts in doubted.by_scope().items():  # what the self-check found wrong, for the process's life
+            by_scope.setdefault(scope, set()).update(doubts)
         self._unobserved = {scope: frozenset(found) for scope, found in by_scope.items()}
 
     def install(self, patches: Iterable[Patch], facts: Iterable[Fact] = ()) -> None:
@@ -271,6 +279,11 @@ def module_absent(name: str) -> bool:
             return True  # the parent is a plain module: no submodules
         return importlib.machinery.PathFinder.find_spec(prefix, search) is None
     return False
+
+
+def scope_text(scope: str) -> str:
+    """Which streams ``scope`` names, in words (for WARNINGs)."""
+    return _SCOPE_TEXT.get(scope, scope)
 
 
 def missing_message(patch: Patch | Fact) -> str:

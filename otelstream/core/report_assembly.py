@@ -76,6 +76,8 @@ def build_report(
             keepalives = keepalive_gap = None
         if names.MEASURE_DONE_SENTINEL in unobserved and not s.done_seen:
             done = None
+        if names.MEASURE_USAGE in unobserved:
+            u = NO_TOKENS
     counts = r._anomaly_counts
     chunk_counts = s._chunk_counts or [0] * N_CHUNK_BUCKETS
     chunk_total = s.t_prev_delta - s.t_first_delta if s.t_first_delta else 0

@@ -29,7 +29,9 @@ Clock = Callable[[], int]
 # property read per event), the event itself: for fields an SDK model keeps as extras) -> DELTA, OTHER or KEEPALIVE
 Observer = Callable[["StreamState", dict[str, Any], object, object], int]
 
-_RARE_LOCK = threading.Lock()  # StreamState.rare: the side object is made exactly once per stream
+# StreamState.rare: the side object is made exactly once per stream. Re-entrant: making it allocates, which may run
+# the cyclic collector, which may end a dropped stream right here (whose end makes its own side object)
+_RARE_LOCK = threading.RLock()
 _INT64_MAX = names.MAX_COUNT
 
 class StreamState(SequenceNumbers, Choices):

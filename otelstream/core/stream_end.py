@@ -29,11 +29,13 @@ _END_OUTCOME: dict[str, tuple[str, str | None]] = {
 }
 
 # end() can race between the caller's thread and the export watchdog (idle fallback) or a finalizer: one shared
-# lock makes "first call wins" exact. It is taken once per stream, never per event.
-_END_LOCK = threading.Lock()
+# lock makes "first call wins" exact. It is taken once per stream, never per event. Re-entrant, as every lock a
+# stream's end takes: the end of a stream found by the cyclic collector runs inside whatever allocation started the
+# collection, on that thread, maybe while it holds this very lock for another stream.
+_END_LOCK = threading.RLock()
 # The report is assembled once, by whichever thread asks first (StreamTracker.final_report): a lock of its own, held
 # for one assembly (pure, bounded), taken by the export thread and by otelstream.report_of before the report exists.
-_REPORT_LOCK = threading.Lock()
+_REPORT_LOCK = threading.RLock()  # re-entrant: a collection during an assembly may end (and report) another stream
 
 
 class StreamEnd(StreamState):

@@ -41,7 +41,7 @@ class DoctorListener:
 
     def __init__(self) -> None:
         self.app: StreamListener | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a collection inside it may end (and record) a dropped stream
         self.reports: dict[str, list[StreamReport]] = {}
 
     def reports_of(self, cell: str) -> list[StreamReport]:
@@ -108,23 +108,27 @@ def routed(listener: DoctorListener) -> Iterator[Routing]:
 
     Instrumented already: the application's listener stays behind ``listener`` for every other stream. Not
     instrumented: the patches are applied now and removed after (unless someone instrumented meanwhile)."""
-    from otelstream import adapters
+    from otelstream import adapters, instrumentation
     from otelstream.adapters._patch import PATCHER
     from otelstream.adapters.calls import RUNTIME
 
-    with RUNTIME.lock:
-        owned = not PATCHER.active
-        if not owned:
-            listener.app = RUNTIME.listener
-            RUNTIME.listener = listener
-    if owned:
-        adapters.install(listener)
+    # instrument() / uninstrument()'s lock around "instrumented?" and the install or removal that follows: else an
+    # instrument() between the two would find its patches removed (or its listener replaced) by ours
+    with instrumentation._lock:
+        with RUNTIME.lock:
+            owned = not PATCHER.active
+            if not owned:
+                listener.app = RUNTIME.listener
+                RUNTIME.listener = listener
+        if owned:
+            adapters.install(listener)
     try:
         yield Routing(listener)
     finally:
-        with RUNTIME.lock:
-            ours = RUNTIME.listener is listener
-            if ours and not owned:
-                RUNTIME.listener = listener.app  # streams started meanwhile keep passing through us to it
-        if ours and owned:
-            adapters.uninstall()
+        with instrumentation._lock:
+            with RUNTIME.lock:
+                ours = RUNTIME.listener is listener
+                if ours and not owned:
+                    RUNTIME.listener = listener.app  # streams started meanwhile keep passing through us to it
+            if ours and owned:
+                adapters.uninstall()

@@ -124,7 +124,7 @@ def _main() -> None:
 def _check(sdks: tuple[str, ...], stop: threading.Event) -> None:
     cpu = time.thread_time()
     try:
-        from otelstream.doctor import runner  # here, not at instrument(): the matrix's modules load off its thread
+        from otelstream.doctor import runner, verdicts  # here, not at instrument(): they load off its thread
 
         result = runner.run([SURFACE_BY_SDK[sdk] for sdk in sdks], small=True, stop=stop,
                             deadline=time.monotonic() + _MAX_RUN_S)  # fmt: skip
@@ -141,7 +141,7 @@ def _check(sdks: tuple[str, ...], stop: threading.Event) -> None:
         total = STATE.failures
         on_result = STATE.on_result
     if failures:
-        logger.warning("%s", warning_text(result))
+        logger.warning("%s%s", warning_text(result), verdicts.publish(result.failed))
     if on_result is not None:
         on_result(total)
 

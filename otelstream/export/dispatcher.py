@@ -92,7 +92,10 @@ class Dispatcher(Generic[_T]):
         self._atexit_timeout = atexit_timeout
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
+        # re-entrant: starting the thread allocates, which may run the cyclic collector, which may end a dropped
+        # stream and submit its report here, on this thread (``_starting`` then leaves the start to the outer call)
+        self._start_lock = threading.RLock()
+        self._starting = False
         # what the queue holds besides items (flush and stop markers), so that the exit can say how many items it
         # left: markers are rare (a flush, a shutdown), so counting them under a lock costs the items nothing
         self._markers = 0
@@ -198,19 +201,22 @@ class Dispatcher(Generic[_T]):
             # now, not on the first hand-over: that may come while the interpreter exits, too late for a thread
             self._downstream._ensure_started()
         with self._start_lock:
-            if self._thread is not None or self._closed:
+            if self._thread is not None or self._closed or self._starting:
                 return
             if getattr(threading, "_SHUTTING_DOWN", False) or sys.is_finalizing():
                 # a stream collected while the interpreter exits: CPython 3.11 does not refuse a new thread then,
                 # it hangs the exit; what is queued now cannot be exported anyway
                 self._closed = True
                 return
-            thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._starting = True
             try:
+                thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 thread.start()
             except RuntimeError:  # interpreter shutting down: nothing can be exported any more
                 self._closed = True
                 return
+            finally:
+                self._starting = False
             self._thread = thread
 
     def _run(self) -> None:
@@ -251,7 +257,8 @@ class Dispatcher(Generic[_T]):
         # The parent's thread does not exist in the child and its queue's locks may have been held at fork time.
         self._queue = queue.SimpleQueue()
         self._thread = None
-        self._start_lock = threading.Lock()
+        self._start_lock = threading.RLock()
+        self._starting = False
         self._markers = 0
         self._markers_lock = threading.Lock()
         self._busy = 0

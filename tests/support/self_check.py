@@ -10,22 +10,26 @@ from collections.abc import Iterator
 
 import pytest
 
+from otelstream.adapters import doubted
 from otelstream.doctor import runtime_check
 from otelstream.export import self_check_gauge as gauge
 
 
 @contextlib.contextmanager
 def fresh_self_check() -> Iterator[None]:
-    """As in a new process: no SDK checked yet, no result published (the check runs once per process)."""
+    """As in a new process: no SDK checked yet, no result published, no measure doubted (the check runs once per
+    process)."""
     runtime_check.stop()
     runtime_check.STATE = runtime_check._State()
     gauge.reset()
+    doubted.reset()
     try:
         yield
     finally:
         runtime_check.stop()
         runtime_check.STATE = runtime_check._State()
         gauge.reset()
+        doubted.reset()
 
 
 def wait_for_self_check(timeout: float = 30.0) -> None:
