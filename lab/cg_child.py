@@ -3,7 +3,8 @@
 KIND: ``sync`` (the observing iterator around a generator), ``async`` (around an async generator, on one asyncio
 loop), ``async-suspend`` (the inner generator awaits ``asyncio.sleep(0)`` per item: every pull passes a suspension
 through the observer), ``async-notask`` (as ``async`` with ``int`` for the pull identity in place of
-``asyncio.current_task``: what the per-pull task lookup costs), ``reader`` (the body reader over 244-byte chunks, the bench's Chat event).
+``asyncio.current_task``: what the per-pull task lookup costs),
+``reader`` (the body reader over 244-byte chunks, the bench's Chat event).
 CLOCK: ``py`` (``time.monotonic_ns`` called) or ``native`` (a clock of None: the compiled variants read
 CLOCK_MONOTONIC themselves). Phases, each closed by ``os.getppid()`` (a callgrind dump): bare 50, observed 50,
 bare 250, observed 250, each ``STREAMS`` streams."""

@@ -13,7 +13,8 @@ from typing import Any
 # the time-per-output-chunk bounds (otelstream.names.TIME_PER_CHUNK_BUCKETS) in integer ns; le is inclusive
 BOUNDS: tuple[int, ...] = tuple(
     int(b * 1e9)
-    for b in (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+    for b in (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96,
+              81.92)
 )
 N_BUCKETS = len(BOUNDS) + 1
 

@@ -78,8 +78,9 @@ def run_async(v: Any, items: list[Any], steps: list[int], fail_at: int | None, s
     async def main() -> tuple:
         got, err = [], None
         try:
-            async for x in v.observe_async(ainner(items, fail_at, suspend), a,
-                                           lambda acct, exc: ends.append(type(exc).__name__), lambda: next(tokens)):  # fmt: skip
+            obs = v.observe_async(ainner(items, fail_at, suspend), a, lambda acct, exc: ends.append(type(exc).__name__),
+                                  lambda: next(tokens))
+            async for x in obs:
                 got.append(x)
         except Boom as e:
             err = e.args

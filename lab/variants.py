@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 from lab import pure
 
+# fmt: off
 VARIANTS: dict[str, SimpleNamespace] = {
     "pure": SimpleNamespace(Acct=pure.Acct, observe=pure.observe, observe_async=pure.observe_async,
-                            reader=pure.reader, keepalives=pure.keepalives),  # fmt: skip
+                            reader=pure.reader, keepalives=pure.keepalives)
 }
 
 try:
