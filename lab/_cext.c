@@ -432,8 +432,11 @@ typedef struct {
     PyObject *on_end;
     PyObject *whoami;
     int state; /* 0 not pulled yet, 1 running, 2 ended */
+    PyObject *cached; /* one Step reused pull after pull while nobody else holds it */
 } ObserveAsync;
 
+/* A pull: ``owner`` is held from __anext__ until the pull returns or fails, then cleared (no lasting cycle with the
+ * observer, which caches one Step for the next pull). */
 typedef struct {
     PyObject_HEAD
     ObserveAsync *owner;
@@ -460,12 +463,23 @@ static PyObject *oa_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *oa_anext(ObserveAsync *o) {
-    Step *s = PyObject_GC_New(Step, &StepType);
+    Step *s = (Step *)o->cached;
+    if (s != NULL && Py_REFCNT(s) == 1 && s->owner == NULL) { /* the last pull's Step, done and held by us alone */
+        Py_INCREF(o);
+        s->owner = o;
+        Py_INCREF(s);
+        return (PyObject *)s;
+    }
+    s = PyObject_GC_New(Step, &StepType);
     if (s == NULL) return NULL;
     Py_INCREF(o);
     s->owner = o;
     s->inner = NULL;
     PyObject_GC_Track(s);
+    if (o->cached == NULL) {
+        Py_INCREF(s);
+        o->cached = (PyObject *)s;
+    }
     return (PyObject *)s;
 }
 
@@ -474,10 +488,12 @@ static int oa_traverse(ObserveAsync *o, visitproc visit, void *arg) {
     Py_VISIT(o->acct);
     Py_VISIT(o->on_end);
     Py_VISIT(o->whoami);
+    Py_VISIT(o->cached);
     return 0;
 }
 
 static int oa_clear(ObserveAsync *o) {
+    Py_CLEAR(o->cached);
     Py_CLEAR(o->ait);
     Py_CLEAR(o->acct);
     Py_CLEAR(o->on_end);
@@ -506,8 +522,22 @@ static PyTypeObject ObserveAsyncType = {
 
 /* The pull ended with an error (pending): StopAsyncIteration is the stream's end (on_end(acct, None)), anything else
  * is handed to on_end; either propagates. */
+static void step_failed_owned_by(Step *s, ObserveAsync *o);
+
+static void step_release(Step *s) { /* the pull is over without an end to record */
+    Py_CLEAR(s->inner);
+    Py_CLEAR(s->owner);
+}
+
 static void step_failed(Step *s) {
     ObserveAsync *o = s->owner;
+    if (o == NULL) return;
+    s->owner = NULL;
+    step_failed_owned_by(s, o);
+    Py_DECREF(o);
+}
+
+static void step_failed_owned_by(Step *s, ObserveAsync *o) {
     Py_CLEAR(s->inner);
     if (o->state == 2) return;
     o->state = 2;
@@ -533,8 +563,10 @@ static int step_item(Step *s, PyObject *item) {
     long long now;
     Py_CLEAR(s->inner);
     Py_CLEAR(a->pulling);
-    if (acct_now(a, &now) < 0) return -1;
+    if (acct_now(a, &now) < 0) return -1; /* the caller fails the step, which releases the owner */
     acct_account(a, item, now);
+    s->owner = NULL;
+    Py_DECREF(o);
     return 0;
 }
 
@@ -571,9 +603,16 @@ static int step_start(Step *s) {
 
 static PySendResult step_am_send(Step *s, PyObject *arg, PyObject **result) {
     *result = NULL;
+    if (s->owner == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reuse an already awaited __anext__()");
+        return PYGEN_ERROR;
+    }
     if (s->inner == NULL) {
         int rc = step_start(s);
-        if (rc == -1) return PYGEN_ERROR; /* already ended: StopAsyncIteration, no second on_end */
+        if (rc == -1) { /* already ended: StopAsyncIteration, no second on_end */
+            step_release(s);
+            return PYGEN_ERROR;
+        }
         if (rc < 0) {
             step_failed(s);
             return PYGEN_ERROR;
@@ -621,11 +660,16 @@ static PyObject *step_iternext(Step *s) { return step_send_value(s, Py_None); }
 static PyObject *step_send(Step *s, PyObject *arg) { return step_send_value(s, arg); }
 
 static PyObject *step_throw(Step *s, PyObject *args) {
+    if (s->owner == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot reuse an already awaited __anext__()");
+        return NULL;
+    }
     if (s->inner == NULL) { /* nothing awaited yet: raise it here */
         PyObject *typ, *val = NULL, *tb = NULL;
         if (!PyArg_ParseTuple(args, "O|OO", &typ, &val, &tb)) return NULL;
         if (PyExceptionInstance_Check(typ)) PyErr_SetObject((PyObject *)Py_TYPE(typ), typ);
         else PyErr_SetObject(typ, val);
+        step_release(s);
         return NULL;
     }
     PyObject *meth = PyObject_GetAttrString(s->inner, "throw");
@@ -658,10 +702,11 @@ static PyObject *step_throw(Step *s, PyObject *args) {
 static PyObject *step_close(Step *s, PyObject *unused) {
     if (s->inner != NULL) {
         PyObject *r = PyObject_CallMethod(s->inner, "close", NULL);
-        Py_CLEAR(s->inner);
+        step_release(s);
         if (r == NULL) return NULL;
         Py_DECREF(r);
     }
+    Py_CLEAR(s->owner);
     Py_RETURN_NONE;
 }
 
@@ -709,14 +754,89 @@ static PyTypeObject StepType = {
     .tp_as_async = &step_async,
 };
 
+/* ------------------------------------------------------------------------- the flat path's model reads */
+
+/* What otelstream's flat path reads of an SDK model, natively: a model's __dict__ through the object's dict (no
+ * attribute lookup: pydantic's __getattr__ is what makes ``m.__dict__`` slow from Python), then dict lookups with
+ * interned keys. Each returns the delta's text, or None when the event is not a plain delta of that shape. */
+
+static PyObject *K_choices, *K_usage, *K_error, *K_finish_reason, *K_index, *K_delta, *K_content, *K_type, *K_text,
+    *V_content_block_delta, *V_text_delta;
+
+static PyObject *dict_of(PyObject *obj) { /* a new reference, or NULL without an error set */
+    PyObject *d = PyObject_GenericGetDict(obj, NULL);
+    if (d == NULL) PyErr_Clear();
+    return d;
+}
+
+static PyObject *chat_text(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "chat_text(chunk, last_choice)");
+        return NULL;
+    }
+    PyObject *d = dict_of(args[0]), *cd = NULL, *dd = NULL, *text = Py_None;
+    if (d == NULL) goto done;
+    PyObject *choices = PyDict_GetItemWithError(d, K_choices);
+    if (choices == NULL || !PyList_CheckExact(choices) || PyList_GET_SIZE(choices) != 1) goto done;
+    if (PyDict_GetItemWithError(d, K_usage) != Py_None || PyDict_Contains(d, K_error) != 0) goto done;
+    cd = dict_of(PyList_GET_ITEM(choices, 0));
+    if (cd == NULL || PyDict_GetItemWithError(cd, K_finish_reason) != Py_None) goto done;
+    PyObject *index = PyDict_GetItemWithError(cd, K_index);
+    if (index == NULL || PyObject_RichCompareBool(index, args[1], Py_EQ) != 1) goto done;
+    PyObject *delta = PyDict_GetItemWithError(cd, K_delta);
+    if (delta == NULL || (dd = dict_of(delta)) == NULL) goto done;
+    PyObject *content = PyDict_GetItemWithError(dd, K_content);
+    if (content != NULL) text = content;
+done:
+    Py_XDECREF(d);
+    Py_XDECREF(cd);
+    Py_XDECREF(dd);
+    PyErr_Clear();
+    Py_INCREF(text);
+    return text;
+}
+
+static PyObject *messages_text(PyObject *m, PyObject *ev) {
+    PyObject *d = dict_of(ev), *dd = NULL, *text = Py_None;
+    if (d == NULL) goto done;
+    PyObject *type = PyDict_GetItemWithError(d, K_type);
+    if (type == NULL || PyObject_RichCompareBool(type, V_content_block_delta, Py_EQ) != 1) goto done;
+    PyObject *delta = PyDict_GetItemWithError(d, K_delta);
+    if (delta == NULL || (dd = dict_of(delta)) == NULL) goto done;
+    type = PyDict_GetItemWithError(dd, K_type);
+    if (type == NULL || PyObject_RichCompareBool(type, V_text_delta, Py_EQ) != 1) goto done;
+    PyObject *t = PyDict_GetItemWithError(dd, K_text);
+    if (t != NULL) text = t;
+done:
+    Py_XDECREF(d);
+    Py_XDECREF(dd);
+    PyErr_Clear();
+    Py_INCREF(text);
+    return text;
+}
+
+static int intern_keys(void) {
+    struct { PyObject **slot; const char *s; } keys[] = {
+        {&K_choices, "choices"}, {&K_usage, "usage"}, {&K_error, "error"}, {&K_finish_reason, "finish_reason"},
+        {&K_index, "index"}, {&K_delta, "delta"}, {&K_content, "content"}, {&K_type, "type"}, {&K_text, "text"},
+        {&V_content_block_delta, "content_block_delta"}, {&V_text_delta, "text_delta"}};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if ((*keys[i].slot = PyUnicode_InternFromString(keys[i].s)) == NULL) return -1;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------------- module */
 
 static PyMethodDef mod_methods[] = {
-    {"keepalives", (PyCFunction)(void (*)(void))mod_keepalives, METH_FASTCALL, NULL}, {NULL}};
+    {"keepalives", (PyCFunction)(void (*)(void))mod_keepalives, METH_FASTCALL, NULL},
+    {"chat_text", (PyCFunction)(void (*)(void))chat_text, METH_FASTCALL, NULL},
+    {"messages_text", (PyCFunction)messages_text, METH_O, NULL},
+    {NULL}};
 
 static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "_cext", NULL, -1, mod_methods};
 
 PyMODINIT_FUNC PyInit__cext(void) {
+    if (intern_keys() < 0) return NULL;
     PyTypeObject *types[] = {&AcctType, &ObserveType, &ReaderType, &ObserveAsyncType, &StepType};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (PyType_Ready(types[i]) < 0) return NULL;

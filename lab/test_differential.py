@@ -124,3 +124,69 @@ def test_keepalives_same_everywhere(chunks: list[bytes]) -> None:
 
 def test_all_variants_built() -> None:
     assert set(VARIANTS) == {"pure", "cext", "cython", "mypyc"}
+
+
+def test_cancel_inside_a_pull_same_everywhere() -> None:
+    """A pull cancelled while the inner generator waits: the cancellation goes through the observer's ``throw`` and
+    ends the stream once with it, in every variant."""
+
+    def run(v: Any) -> tuple:
+        ends: list[str] = []
+        a = v.Acct(Clock([5]))
+
+        async def slow():
+            yield "a"
+            await asyncio.Event().wait()
+            yield "b"
+
+        async def consume(obs: Any, got: list[Any]) -> None:
+            async for x in obs:
+                got.append(x)
+
+        async def main() -> list[Any]:
+            got: list[Any] = []
+            obs = v.observe_async(slow(), a, lambda acct, exc: ends.append(type(exc).__name__), lambda: "task")
+            task = asyncio.ensure_future(consume(obs, got))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                got.append("cancelled")
+            return got
+
+        return asyncio.run(main()), ends, a.snapshot(), a.pulling
+
+    want = run(VARIANTS["pure"])
+    assert want[1] == ["CancelledError"]
+    for name, v in VARIANTS.items():
+        assert run(v) == want, name
+
+
+def test_native_awaitable_reused_only_when_free() -> None:
+    """The C observer reuses one awaitable per stream: never one still held elsewhere, and a finished one cannot be
+    awaited again."""
+    c = VARIANTS["cext"]
+
+    async def items():
+        for x in ("a", "b", "c"):
+            yield x
+
+    async def main() -> None:
+        obs = c.observe_async(items(), c.Acct(Clock([1])), lambda acct, exc: None, lambda: None)
+        first = obs.__anext__()
+        assert await first == "a"
+        second = obs.__anext__()  # `first` is still held here: a new awaitable
+        assert second is not first
+        assert await second == "b"
+        try:
+            await first
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("a finished __anext__() was awaited again")
+        del first, second
+        assert await obs.__anext__() == "c"
+
+    asyncio.run(main())
