@@ -1,0 +1,2 @@
+def count_pairs(chunk: bytes) -> int:
+    return chunk.count(b"\n:")
