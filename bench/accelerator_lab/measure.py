@@ -1,7 +1,7 @@
 """The lab's callgrind figures: marginal instructions added per event (the slope between 50- and 250-event streams,
 observed minus bare) and fixed instructions added per stream, per variant and kind; then the per-stream object size.
 
-    PYTHONPATH=. /work/main/.venv/bin/python lab/measure.py [--jobs 2] [--out lab/figures.json]
+    PYTHONPATH=. /work/main/.venv/bin/python bench/accelerator_lab/measure.py [--jobs 2] [--out bench/accelerator_lab/figures.json]
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench.accelerator_lab.variants import VARIANTS  # noqa: E402
 from bench.tools.callgrind_dumps import dump_totals  # noqa: E402
-from lab.variants import VARIANTS  # noqa: E402
 
 STREAMS = 2
 

@@ -1,4 +1,4 @@
-"""Per-stream memory of each variant (``lab/measure.py`` runs it): N open, started wrappers (one item pulled), each
+"""Per-stream memory of each variant (``bench/accelerator_lab/measure.py`` runs it): N open, started wrappers (one item pulled), each
 with its own Acct; tracemalloc's growth less that of N bare inner iterators started alike; and sys.getsizeof of
 the wrapper and of the Acct (shallow: the pure Acct's ``__dict__`` and bucket lists are in the tracemalloc figure)."""
 
@@ -11,7 +11,7 @@ import sys
 import time
 import tracemalloc
 
-from lab.variants import VARIANTS
+from bench.accelerator_lab.variants import VARIANTS
 
 N = 2000
 

@@ -2,7 +2,7 @@
 fail or be closed early, body chunks) give the same accounting, the same items, the same end and the same error in
 every built variant as in the pure-Python reference.
 
-    PYTHONPATH=. /work/main/.venv/bin/python -m pytest -q lab/test_differential.py -p no:cacheprovider
+    PYTHONPATH=. /work/main/.venv/bin/python -m pytest -q bench/accelerator_lab/test_differential.py -p no:cacheprovider
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.pure import BOUNDS
-from lab.variants import VARIANTS
+from bench.accelerator_lab.pure import BOUNDS
+from bench.accelerator_lab.variants import VARIANTS
 
 ITEM = st.one_of(st.text(max_size=3), st.none(), st.integers(0, 3))
 # clock steps: small, on and beside the bucket bounds, and beyond the last one

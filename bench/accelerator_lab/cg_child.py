@@ -1,4 +1,4 @@
-"""One callgrind process of ``lab/measure.py``: ``python lab/cg_child.py VARIANT KIND CLOCK STREAMS``.
+"""One callgrind process of ``bench/accelerator_lab/measure.py``: ``python bench/accelerator_lab/cg_child.py VARIANT KIND CLOCK STREAMS``.
 
 KIND: ``sync`` (the observing iterator around a generator), ``async`` (around an async generator, on one asyncio
 loop), ``async-suspend`` (the inner generator awaits ``asyncio.sleep(0)`` per item: every pull passes a suspension
@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from lab.variants import VARIANTS
+from bench.accelerator_lab.variants import VARIANTS
 
 name, kind, clock_kind, streams = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 v = VARIANTS[name]
