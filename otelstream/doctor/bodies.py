@@ -118,6 +118,22 @@ def delivered(served: Served, caller: str) -> tuple[Event, ...]:
     return events
 
 
+def received(served: Served, caller: str, items: int | None) -> tuple[Event, ...]:
+    """``delivered``, shortened where a draining or cancelled caller received only ``items`` counted events: a
+    release whose loop looks one frame ahead never hands over the frame read last before a failure or a hold. The
+    frames after the last one received up to the next counted event (keepalives, `[DONE]`) were read all the same."""
+    events = delivered(served, caller)
+    if items is None or caller not in (F.DRAIN, F.CANCEL) or items >= sum(1 for e in events if _counted(e)):
+        return events
+    seen = 0
+    for i, e in enumerate(events):
+        if _counted(e):
+            if seen == items:
+                return events[:i]
+            seen += 1
+    return events
+
+
 def reads(served: Served, caller: str) -> int:
     """How many items the caller reads before it acts (breaks, drops the stream, waits to be cancelled)."""
     return sum(1 for e in delivered(served, caller) if _counted(e))
@@ -181,8 +197,10 @@ def _usage(surface: str, events: Sequence[Event]) -> tuple[int | None, int | Non
                 u = data["usage"]
                 inp = usage[0]
                 if "input_tokens" in u:
-                    inp = u["input_tokens"] + u.get("cache_read_input_tokens", 0) + u.get(
-                        "cache_creation_input_tokens", 0
+                    inp = (
+                        u["input_tokens"]
+                        + u.get("cache_read_input_tokens", 0)
+                        + u.get("cache_creation_input_tokens", 0)
                     )
                 usage = (inp, u.get("output_tokens", usage[1]))
         elif data.get("usage"):

@@ -4,7 +4,8 @@ compared with what the contract says it must be.
 
 The measures compared: outcome, error class, abandonment reason, whether a time to first delta was measured, events,
 deltas, keepalives, usage (input and output tokens as sent), sequence gaps (Responses), whether `[DONE]` was seen,
-the protocol anomalies (where the fault is about them), and that nothing was left unobserved.
+the protocol anomalies (where the fault is about them), that nothing was left unobserved, and, where the caller
+closes the stream, that its one report was there as the close returned (``reported_at_close``).
 """
 
 from __future__ import annotations
@@ -115,9 +116,11 @@ def unchecked(surfaces: Sequence[str] | None, chosen: Sequence[Cell]) -> list[st
 _SDKS: Final = frozenset(clients.SDK_BY_SURFACE.values())
 
 
-def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
+def expected_of(cell: Cell, served: bodies.Served, items: int | None = None) -> dict[str, Any]:
+    """What the cell's report must say; ``items``: the counted events the caller received, where it drained or
+    waited to be cancelled (None: all the server sent up to where the caller stopped)."""
     fault = cell.fault
-    counts = bodies.expected_counts(cell.surface, bodies.delivered(served, fault.caller))
+    counts = bodies.expected_counts(cell.surface, bodies.received(served, fault.caller, items))
     expected = {
         "outcome": fault.outcome,
         "error_class": F.error_class_for(fault, cell.surface),
@@ -132,6 +135,8 @@ def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
         "anomalies": sorted(fault.anomalies or ()),
         "unobserved": [],
     }
+    if fault.caller in _CLOSES:
+        expected["reported_at_close"] = 1
     if fault.anomalies is None:
         del expected["anomalies"]
     for measure in fault.uncompared:
@@ -139,7 +144,12 @@ def expected_of(cell: Cell, served: bodies.Served) -> dict[str, Any]:
     return expected  # what is not in it is not compared
 
 
-def observed_of(cell: Cell, report: StreamReport) -> dict[str, Any]:
+_CLOSES: Final = (F.BREAK_CLOSE, F.CLOSE_UNREAD)  # the callers whose close() must be reported as it returns
+
+
+def observed_of(cell: Cell, report: StreamReport, at_close: int | None = None) -> dict[str, Any]:
+    """Every measure of the cell's report; ``at_close``: how many reports the cell had as the caller's close
+    returned (None: the caller does not close)."""
     return {
         "outcome": report.outcome,
         "error_class": report.error_class,
@@ -153,15 +163,22 @@ def observed_of(cell: Cell, report: StreamReport) -> dict[str, Any]:
         "done_sentinel": report.done_sentinel,
         "anomalies": sorted(kind for kind, n in report.anomaly_counts if n),
         "unobserved": sorted(report.unobserved),
+        "reported_at_close": at_close,
     }
 
 
-def compare(cell: Cell, expected: dict[str, Any], reports: list[StreamReport], problem: str | None = None) -> Row:
+def compare(
+    cell: Cell,
+    expected: dict[str, Any],
+    reports: list[StreamReport],
+    problem: str | None = None,
+    at_close: int | None = None,
+) -> Row:
     if problem is None and len(reports) != 1:
         problem = "no report" if not reports else f"{len(reports)} reports for one stream"
     if len(reports) != 1:
         return Row(cell, expected, None, (), problem)
-    observed = observed_of(cell, reports[0])
+    observed = observed_of(cell, reports[0], at_close)
     differ = tuple(k for k, v in expected.items() if observed.get(k) != v)
     return Row(cell, expected, observed, differ, problem)
 
@@ -173,9 +190,22 @@ class _Run:
         self.cells = chosen
         self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen}
         self.problems: dict[str, str] = {}
+        self.at_close: dict[str, int] = {}
+        self.watches: dict[str, callers.Watch] = {}
         self.listener = DoctorListener()
         self._stop = stop
         self._deadline = deadline
+
+    def items(self, key: str) -> int | None:
+        watch = self.watches.get(key)
+        return None if watch is None else watch.items
+
+    def watch(self, key: str) -> callers.Watch:
+        def closed() -> None:
+            self.at_close[key] = len(self.listener.reports_of(key))
+
+        self.watches[key] = callers.Watch(closed)
+        return self.watches[key]
 
     @property
     def stopped(self) -> bool:
@@ -194,7 +224,8 @@ class _Run:
                 token = CELL.set(cell.key)
                 try:
                     callers.run_sync(functools.partial(opener, client, cell.key), cell.fault.caller,
-                                     bodies.reads(served, cell.fault.caller))  # fmt: skip
+                                     bodies.reads(served, cell.fault.caller),
+                                     self.watch(cell.key))  # fmt: skip
                 except Exception as exc:  # the doctor's own harness failing: a mismatch with the reason, no crash
                     self.problems[cell.key] = f"could not run: {exc!r}"
                 finally:
@@ -213,7 +244,8 @@ class _Run:
                 token = CELL.set(cell.key)
                 try:
                     run = callers.run_async(functools.partial(opener, client, cell.key), cell.fault.caller,
-                                            bodies.reads(served, cell.fault.caller), served.holding)  # fmt: skip
+                                            bodies.reads(served, cell.fault.caller), served.holding,
+                                            self.watch(cell.key))  # fmt: skip
                     await asyncio.wait_for(run, _ASYNC_CELL_TIMEOUT_S)
                 except asyncio.TimeoutError:
                     self.problems[cell.key] = f"hung: no end within {_ASYNC_CELL_TIMEOUT_S:g} s"
@@ -263,7 +295,13 @@ def run(
     result.missing = missing
     result.notes.extend(notes)
     result.rows = [
-        compare(c, expected_of(c, state.served[c.key]), state.listener.reports_of(c.key), state.problems.get(c.key))
+        compare(
+            c,
+            expected_of(c, state.served[c.key], state.items(c.key)),
+            state.listener.reports_of(c.key),
+            state.problems.get(c.key),
+            state.at_close.get(c.key),
+        )
         for c in chosen
     ]
     result.seconds = time.monotonic() - start

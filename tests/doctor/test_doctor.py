@@ -27,7 +27,7 @@ from tests.support.paths import REPO
 
 CELLS = runner.cells()
 MEASURES = {"outcome", "error_class", "abandoned_reason", "ttfd", "events", "deltas", "keepalives", "usage",
-            "sequence_gaps", "done_sentinel", "anomalies", "unobserved"}  # fmt: skip
+            "sequence_gaps", "done_sentinel", "anomalies", "unobserved", "reported_at_close"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
