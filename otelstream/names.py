@@ -6,6 +6,7 @@ change one only together with the contract. Pure module: no imports beyond the s
 
 from __future__ import annotations
 
+import enum
 from typing import Final
 
 # --- surfaces -------------------------------------------------------------------------
@@ -120,6 +121,39 @@ ABANDON_GC: Final = "gc"
 ABANDON_CANCEL: Final = "cancel"
 ABANDON_IDLE: Final = "idle"
 ABANDON_REASONS: Final = (ABANDON_CLOSE, ABANDON_GC, ABANDON_CANCEL, ABANDON_IDLE)
+
+
+class EndReason(str, enum.Enum):
+    """How a stream ended, as an adapter tells the tracker (first end wins); the outcome follows from it when no
+    terminal condition was seen."""
+
+    EOF = "eof"
+    CLOSE = "close"
+    GC = "gc"
+    CANCEL = "cancel"
+    IDLE = "idle"
+    ERROR = "error"
+    TRANSPORT_ERROR = "transport_error"
+    HTTP_ERROR = "http_error"
+
+
+class CallState(enum.Enum):
+    """The caller's side of one SDK stream, as the observing generator sees it (adapters/close_ownership.py)."""
+
+    UNPULLED = "unpulled"  # handed to the caller, never pulled
+    PULLING = "pulling"  # a pull is running: a close of the body now is the pull's business
+    BETWEEN = "between"  # an item reached the caller; the next pull has not begun
+    FINISHED = "finished"  # the SDK's generator ended (its end, an exception, or it was closed)
+
+
+class BodyState(enum.Enum):
+    """The response body, as otelstream's body wrapper sees it (adapters/close_ownership.py)."""
+
+    OPEN = "open"
+    ENDED = "ended"  # a read reached its end before any close
+    FAILED = "failed"  # a read raised before any close
+    CLOSED = "closed"  # closed before its end (no read raised yet)
+    CLOSED_THEN_FAILED = "closed_then_failed"  # a read raised after the body was closed under it
 
 # --- sequence anomaly kinds (label `kind` of otelstream_stream_sequence_anomalies_total) -------------
 SEQ_GAP: Final = "gap"

@@ -42,26 +42,19 @@ class _NullListener:
 # configuration: what the part observes is lost)
 VARIANTS = {
     "as-is": "",
-    "no-pulling": "async: the task running a pull not looked up per pull (observing.py: task_identity)",
-    "no-comments": "the body's comment lines not counted (ending.py: _read_sync, _read_async)",
-    "no-body-layer": "no generator around the body's chunks (ending.py: _read_sync / _read_async)",
+    "no-comments": "the body's comment lines not counted (body_readers.py: read_sync, read_async)",
+    "no-body-layer": "no generator around the body's chunks (body_readers.py: read_sync / read_async)",
 }
 
 
 def _take_out(variant: str) -> None:
-    from otelstream.adapters import ending, observing
+    from otelstream.adapters import body_readers
 
     if variant == "no-comments":
-        ending._BodyBase._otelstream_plain = False  # type: ignore[assignment]
+        body_readers._BodyBase._otelstream_plain = False  # type: ignore[assignment]
     elif variant == "no-body-layer":
-        ending._SyncBody.__iter__ = lambda self: iter(self._otelstream_body)  # type: ignore[method-assign]
-        ending._AsyncBody.__aiter__ = lambda self: self._otelstream_body.__aiter__()  # type: ignore[method-assign]
-    elif variant == "no-pulling":  # the stores stay: what is left is the lookup of the task
-        observing.task_identity = lambda: _no_task  # type: ignore[assignment]
-
-
-def _no_task() -> None:
-    return None
+        body_readers._SyncBody.__iter__ = lambda self: iter(self._otelstream_body)  # type: ignore[method-assign]
+        body_readers._AsyncBody.__aiter__ = lambda self: self._otelstream_body.__aiter__()  # type: ignore[method-assign]
 
 
 def adapter_child(surface: str, mode: str, variant: str = "as-is") -> None:

@@ -3,8 +3,10 @@
 They know nothing about sinks: everything goes to the ``StreamListener`` given to ``install()``. Modules: ``calls``
 (the per-call state, its begin and its one end, the watch on the caller's object), ``request`` (the wrappers of the
 SDKs' request entry, the stamp at the client's send, what requests and answers say), ``observing`` (the generators
-around the SDK's own), ``ending`` (the body-close hook, exception mapping), ``body_kinds`` (our body
-wrappers' subclasses of the client library's byte-stream kinds); then one package per library adapted: ``openai``
+around the SDK's own, and the SSE tap), ``close_ownership`` (whose close it was, from the order of the facts our
+wrappers see), ``body_readers`` (our wrapper of the response body: its reads, its closes, the comment lines),
+``exceptions`` (what an exception that ended a stream means), ``body_kinds`` (our body wrappers' subclasses of the
+client library's byte-stream kinds); then one package per library adapted: ``openai``
 (``sse``; Responses WebSocket mode: ``websocket``, ``ws_connection``, ``ws_sends``, ``ws_receives``), ``anthropic``
 (``sse``) and ``http`` (the streams no SDK adapter sees, at the ``httpx`` / ``httpx2`` client: ``streams``, ``body``,
 ``decoding``); ``_patch`` (apply/undo in any import order; the patch scopes and the

@@ -13,16 +13,16 @@ Lifecycle of one streamed call (both SDKs):
    ``request.extensions[KEY]`` so that a ``Stream`` built later from that response (``with_raw_response…parse()``)
    still finds it.
 3. When the SDK builds its ``Stream`` the call is *bound* (the moment the stream is handed to the caller: the gap
-   until its first pull is the caller's, consumer time): the response body is wrapped to see every close
-   (``ending.bind_response``), a weak reference watches the caller's object (``watch``), and the SDK's own generators
-   run, unchanged, observed from outside at two points, the same on every SDK release. The adapter's tap on
+   until its first pull is the caller's, consumer time): the response body is wrapped to see its reads and closes
+   (``body_readers.bind_response``), a weak reference watches the caller's object (``watch``), and the SDK's own
+   generators run, unchanged, observed from outside at two points, the same on every SDK release. The adapter's tap on
    ``_iter_events`` (the SSE decoder's iteration) stamps each frame as it is decoded (``tracker.t_frame``: the end of
    the wait, before the SDK parses the JSON and builds its model, which is the SDK's work, not the server's) and sees
    what the SDK drops (``[DONE]``, pings, the ``event:`` name); ``observing.observe_sync`` / ``observe_async`` around
    ``__stream__`` stamp each pull and hand each item the SDK yields to ``tracker.event``, and see how the stream ends.
 4. The first end wins (``tracker.end`` returns a report once): EOF, an exception (mapped per docs/telemetry.md:
-   ``ending.classify_common`` and the SDK adapter's ``classify``), the caller's close (seen at the body, when the
-   caller is *not* inside a pull — a close during a pull is the SDK's own ``finally: response.close()``), the
+   ``exceptions.classify_common`` and the SDK adapter's ``classify``), the caller's close (the SDK stream's
+   ``close()``, or a close of the body while no pull runs: ``close_ownership``), the
    collection of the caller's object (``gc``), or ``http_error`` when the request raised before a stream existed
    (``request.fail_unbound``).
 """
@@ -44,6 +44,7 @@ from otelstream.adapters import _patch
 from otelstream.core.listener import StreamListener
 from otelstream.core.report import Attributes, StreamReport, StreamStart
 from otelstream.core.tracker import StreamTracker
+from otelstream.names import BodyState, CallState, EndReason
 
 KEY = "_otelstream_call"  # request.extensions key, and the attribute of the SDK's Stream that names its call
 
@@ -96,15 +97,12 @@ def current_unbound() -> Call | None:
     return call if call is not None and not call.bound else None
 
 
-# Call.observed: whether the call's events are being observed (by the observing generators and the adapter's tap)
-UNOBSERVED, OBSERVED = 0, 1
-
-
 class Call:
     """One streamed call: its tracker, the listener it reports to, and the bookkeeping around the SDK's objects."""
 
     __slots__ = (
-        "attempts", "bound", "frame", "generation", "listener", "observed", "pulling", "sending", "tracker", "watcher",
+        "attempts", "body", "bound", "close_asked", "generation", "listener", "observed", "sending", "sse", "state",
+        "tracker", "watcher",
     )  # fmt: skip
 
     def __init__(self, tracker: StreamTracker, listener: StreamListener) -> None:
@@ -114,12 +112,14 @@ class Call:
         self.attempts = 0
         self.sending = 0  # nesting depth of send wrappers (openai's auth retry re-enters _send_request)
         self.bound = False  # a Stream was built for it
-        self.observed = UNOBSERVED  # OBSERVED: the SDK's generator is wrapped and its raw SSE tapped at _iter_events
+        self.observed = False  # the SDK's generator is wrapped and its raw SSE tapped at _iter_events
         self.watcher: _Watch | None = None
-        self.frame: Any = None  # the SDK's SSE frame of the item being built (observing.tap_sync / tap_async)
-        # the task inside a pull of an async stream's observing generator (None between pulls), for whose close of
-        # the body it was (ending.inside_pull)
-        self.pulling: object = None
+        self.sse: Any = None  # the SDK's latest SSE frame (observing.tap_sync / tap_async)
+        # the facts close_ownership decides from: the caller's side (written by the observing generator), the body's
+        # (written by our body wrapper), and a close asked through the SDK stream's close() while a pull ran
+        self.state = CallState.UNPULLED
+        self.body = BodyState.OPEN
+        self.close_asked = False
 
 
 def bind_to(obj: Any, call: Call) -> None:
@@ -180,7 +180,7 @@ def begin_call(
     return call
 
 
-def finish(call: Call, how: str, error_type: str | None = None, exc: BaseException | None = None) -> None:
+def finish(call: Call, how: EndReason | str, error_type: str | None = None, exc: BaseException | None = None) -> None:
     """End the call's stream (first end wins) and hand the report to the listener. ``exc``, the exception that ended
     it: its status and type (a timeout, a reset) decide the report's error class. In a forked child a call the
     parent started is the parent's: whatever ends it here, nothing is reported."""
@@ -221,7 +221,7 @@ def _collected(watcher: _Watch) -> None:
     # the caller's stream object was collected without a close and before its end: abandoned (gc)
     call = _WATCHED.pop(watcher, None)
     if call is not None and not _exiting:
-        finish(call, "gc")
+        finish(call, EndReason.GC)
 
 
 # A forked child's copies of the parent's watches: dropping them here (their calls stay with the objects) means no
@@ -250,7 +250,7 @@ def watch(call: Call, owner: object) -> None:
 def observed_call(instance: Any) -> Call | None:
     """The call of an observed stream (for the adapter's ``_iter_events`` tap); None when it is not observed."""
     call = call_on(instance)
-    return call if call is not None and call.observed == OBSERVED else None
+    return call if call is not None and call.observed else None
 
 
 def report_of(obj: object) -> StreamReport | None:

@@ -8,7 +8,8 @@ those streams (``StreamReport.unobserved``), never guessed. A patch point is che
 fact with ``holds`` then too, the others where they are used (``PATCHER.lacks``).
 
 What is *not* here, on purpose: which of another library's functions is on the call stack, or in which order they
-call each other. Who ended a stream is decided from our own observations (``ending.body_closed``).
+call each other. Who ended a stream is decided from our own observations (``close_ownership``); the call-order
+facts that remain are listed below as facts, each with its canary.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _OPENAI = (_patch.OPENAI, _patch.OPENAI_ASYNC)
 _ANTHROPIC = (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
 _HTTP = (_patch.HTTP, _patch.HTTP_ASYNC)
 
-ATTRIBUTE, CLASS = "attribute", "class"
+ATTRIBUTE, CLASS, ORDER = "attribute", "class", "call order"
 
 
 def _byte_stream_kinds(module: ModuleType) -> bool:
@@ -98,6 +99,28 @@ FACTS: tuple[Fact, ...] = (
     Fact("openai.lib.streaming", "ChatCompletionStream._raw_stream, ResponseStream._raw_stream", ATTRIBUTE, None,
          (), _OPENAI),
     Fact("anthropic.lib.streaming", "MessageStream._raw_stream", ATTRIBUTE, None, (), _ANTHROPIC),
+    # --- the call-order facts the adapters still rely on (close_ownership, observing's tap) ---
+    # the SDK closes the response itself only inside a pull (its generator's own finally) or in its stream's
+    # close(): a close of the body while no pull runs is the caller's
+    Fact("openai._streaming", "Stream.__stream__ closes the response only inside a pull", ORDER, None,
+         (names.MEASURE_CALLER_CLOSE,), _OPENAI),
+    Fact("anthropic._streaming", "Stream.__stream__ closes the response only inside a pull", ORDER, None,
+         (names.MEASURE_CALLER_CLOSE,), _ANTHROPIC),
+    # the HTTP library's own iteration of a body closes it only after the end or a failed read reached our reader
+    Fact("httpx2", "Response.iter_bytes closes the body after its end was read", ORDER, None,
+         (names.MEASURE_CALLER_CLOSE,), (*_SDK_SCOPES, *_HTTP)),
+    # the item the SDK yields comes from the latest SSE frame it read (the event: name handed with it)
+    Fact("openai._streaming", "Stream.__stream__ builds each item from the latest frame", ORDER, None,
+         (names.MEASURE_EVENT_NAMES,), _OPENAI),
+    # openai stops reading at data: [DONE]: it is the last frame read (looked for there once, at the end)
+    Fact("openai._streaming", "Stream.__stream__ stops reading at [DONE]", ORDER, None,
+         (names.MEASURE_DONE_SENTINEL,), _OPENAI),
+    # pings: anthropic builds no item from an `event: ping` frame (counted at the tap), openai yields one (counted
+    # by the tracker as it classifies the item)
+    Fact("anthropic._streaming", "Stream.__stream__ skips event: ping frames", ORDER, None,
+         (names.MEASURE_KEEPALIVES,), _ANTHROPIC),
+    Fact("openai._streaming", "Stream.__stream__ yields event: ping frames", ORDER, None,
+         (names.MEASURE_KEEPALIVES,), _OPENAI),
     # the HTTP-level observer: a body already read into memory is replayed from it (without it: read as a stream)
     Fact("httpx2", "Response._content", ATTRIBUTE, None, (), _HTTP),
     # WebSocket mode: the server address, the caller's close told from a drop, a reconnect under way or possible, and

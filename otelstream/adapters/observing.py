@@ -1,167 +1,151 @@
 """The observing generators (the hot path): around the SDK's own ``__stream__`` generator, each pull is timed, each
 item the SDK yields is handed to the tracker, and how the SDK's generator ends is how the stream ended
 (``stream_ended``). The SDK's generator runs unchanged; ``stream_wrapper`` puts it inside ``observe_sync`` /
-``observe_async``.
+``observe_async``. Each pull's beginning, each item out of it and the generator's end are recorded in ``Call.state``
+(one store each), for ``close_ownership``.
 
 Around the SDK's SSE decoder (``_iter_events``, both SDKs) ``tap_sync`` / ``tap_async`` stamp each frame as it is
-decoded and keep it: nothing of the frame is read per event. A frame the SDK built no item from (its stamp still
-pending when the next frame comes, or at the end) is read once, in ``frame_dropped``: ``data: [DONE]`` (openai stops
-there), a ping (anthropic skips them) or an event the SDK does not know. Its ``event:`` name is read by the tracker
-only for an event off its flat path (an untyped lifecycle event a gateway sent is classified by it)."""
+decoded (the latest stamp ends the wait of the item built next, however many frames the SDK read for it) and keep
+the latest frame. A ping (anthropic skips them) is counted in the tap, per frame; ``data: [DONE]``, where openai stops
+reading, is looked for in the last frame the SDK read, once, when its generator ends (``last_frame``)."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from otelstream import _guard
 from otelstream.adapters._patch import Wrapper
-from otelstream.adapters.calls import OBSERVED, Call, finish
+from otelstream.adapters.calls import Call, finish
+from otelstream.adapters.close_ownership import failed_pull
+from otelstream.names import CallState, EndReason
 
 Classifier = Callable[[BaseException], "tuple[str, str | None]"]
+
+_PULLING, _BETWEEN, _FINISHED = CallState.PULLING, CallState.BETWEEN, CallState.FINISHED
 
 
 def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
     """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
-    ended (``stream_ended``). While a pull runs, this generator is on the stack of the thread running it: a close of
-    the body made by that pull is the stream's own (``ending.inside_pull``)."""
+    ended (``stream_ended``)."""
     tracker = call.tracker
     clock = tracker.clock
     try:
+        call.state = _PULLING
         tracker.first_pull(clock())
         for item in gen:
+            call.state = _BETWEEN
             try:
-                tracker.event(item, call.frame)
+                tracker.event(item, None, call.sse)
             except Exception as exc:  # our bug: never changes what the caller gets (re-raised in strict mode)
                 _guard.report("adapters.event", exc)
             yield item
+            call.state = _PULLING
             tracker.t_pull = clock()
     except BaseException as exc:
+        call.state = _FINISHED
         stream_ended(call, exc, classify)
         raise
+    call.state = _FINISHED
     stream_ended(call, None, classify)
 
 
 async def observe_async(agen: AsyncIterator[Any], call: Call, classify: Classifier) -> AsyncIterator[Any]:
-    """``observe_sync`` for async streams. While a pull runs, ``call.pulling`` names the task running it: an exception
-    thrown into the pull (a cancellation) runs the ``finally`` clauses below it without this generator's frame on the
-    stack, so the task is what tells that close from another task's (``ending.inside_pull``)."""
+    """``observe_sync`` for async streams."""
     tracker = call.tracker
     clock = tracker.clock
-    whoami = task_identity()
     try:
-        call.pulling = whoami()
+        call.state = _PULLING
         tracker.first_pull(clock())
         async for item in agen:
-            call.pulling = None
+            call.state = _BETWEEN
             try:
-                tracker.event(item, call.frame)
+                tracker.event(item, None, call.sse)
             except Exception as exc:
                 _guard.report("adapters.event", exc)
             yield item
-            call.pulling = whoami()
+            call.state = _PULLING
             tracker.t_pull = clock()
     except BaseException as exc:
+        call.state = _FINISHED
         stream_ended(call, exc, classify)
         raise
+    call.state = _FINISHED
     stream_ended(call, None, classify)
 
 
-def current_task() -> object:
-    """The task running here: asyncio's, else trio's (anyio on trio; trio is not a dependency), else one token for
-    every unknown runner (``NO_TASK``), where a close is told from its pull by the stack alone."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no asyncio loop running here
-        task = None
-    if task is not None:
-        return task
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            return trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-    return NO_TASK
-
-
-NO_TASK = object()
-
-
-def task_identity() -> Callable[[], object]:
-    """What names the task pulling an async stream, resolved once per stream: ``asyncio.current_task`` itself (a C
-    call per pull) when asyncio runs it, else ``current_task``."""
-    try:
-        if asyncio.current_task() is not None:
-            return asyncio.current_task
-    except RuntimeError:
-        pass
-    return current_task
-
-
-def tap_sync(gen: Iterator[Any], call: Call) -> Iterator[Any]:
+def tap_sync(gen: Iterator[Any], call: Call, pings: bool) -> Iterator[Any]:
     """Each SSE frame as the SDK's decoder yields it: stamped (the end of the wait, before the SDK parses its JSON and
-    builds the model) and kept for the item the SDK builds from it; passed on unchanged."""
+    builds the model) and kept; passed on unchanged. ``pings``: the SDK drops ``event: ping`` frames, counted here."""
     tracker = call.tracker
     clock = tracker.clock
     for sse in gen:
-        if tracker.t_frame:
-            frame_dropped(call)
         tracker.t_frame = clock()
-        call.frame = sse
+        call.sse = sse
+        if pings:
+            _ping(call, sse)
         yield sse
 
 
-async def tap_async(agen: AsyncIterator[Any], call: Call) -> AsyncIterator[Any]:
+async def tap_async(agen: AsyncIterator[Any], call: Call, pings: bool) -> AsyncIterator[Any]:
     tracker = call.tracker
     clock = tracker.clock
     async for sse in agen:
-        if tracker.t_frame:
-            frame_dropped(call)
         tracker.t_frame = clock()
-        call.frame = sse
+        call.sse = sse
+        if pings:
+            _ping(call, sse)
         yield sse
 
 
-def frame_dropped(call: Call) -> None:
-    """The SDK built no item from the last frame (its stamp is pending): ``[DONE]``, a ping, or an event it skips."""
-    tracker = call.tracker
-    at = tracker.t_frame
-    tracker.t_frame = 0  # the next event's wait ends at its own frame
+def _ping(call: Call, sse: Any) -> None:
     try:
-        frame = call.frame
-        if str(getattr(frame, "data", "")).startswith("[DONE]"):
-            tracker.done_sentinel(at)
-        elif getattr(frame, "event", None) == "ping":
-            tracker.keepalive(1, at)
+        if sse.event == "ping":
+            tracker = call.tracker
+            tracker.keepalive(1, tracker.t_frame)
+            tracker.t_frame = 0  # no item is built from it: the next item's wait ends at its own frame
+    except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
+        _guard.report("adapters.frame", exc)
+
+
+def last_frame(call: Call) -> None:
+    """The SDK's generator ended: a ``data: [DONE]`` it read last (openai stops reading there) is recorded."""
+    sse = call.sse
+    if sse is None:
+        return
+    try:
+        if str(getattr(sse, "data", "")).startswith("[DONE]"):
+            tracker = call.tracker
+            tracker.done_sentinel(tracker.t_frame or tracker.clock())
+            tracker.t_frame = 0
     except Exception as exc:  # our bug: never reaches the caller (re-raised in strict mode)
         _guard.report("adapters.frame", exc)
 
 
 def stream_ended(call: Call, exc: BaseException | None, classify: Classifier) -> None:
-    """How an observing generator's body ended is how the stream ended. ``GeneratorExit``: the generator was closed,
-    which happens only when the caller's stream is collected (``Stream.close()`` closes the body, not the generator:
-    research §1.4 #2; a recorded close already ended the tracker), so ``gc``; any other exception, classified
-    (``end_with``); running out, ``eof``. The caller re-raises: nothing is ever swallowed. A plain ``try`` rather
-    than a context manager: its object and bound ``__exit__`` would be held for the stream's whole life."""
-    if call.tracker.t_frame:  # the last frame made no item: openai's loop stops at `[DONE]`
-        frame_dropped(call)
+    """How an observing generator's body ended is how the stream ended. ``GeneratorExit``: the generator was closed
+    (the caller's stream was collected; a close the caller asked for already ended the tracker), so ``gc``; any other
+    exception, classified (``end_with``); running out, ``eof``. The caller re-raises: nothing is ever swallowed. A
+    plain ``try`` rather than a context manager: its object and bound ``__exit__`` would be held for the stream's
+    whole life."""
+    if call.tracker.ended:
+        return
+    last_frame(call)
     if exc is None:
-        finish(call, "eof")
+        finish(call, EndReason.EOF)
     elif isinstance(exc, GeneratorExit):
-        finish(call, "gc")
+        finish(call, EndReason.GC)
     else:
         end_with(call, exc, classify)
 
 
 def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
-    how: str = "transport_error"
+    how: str = EndReason.TRANSPORT_ERROR
     error_type: str | None = None
     try:
         how, error_type = classify(exc)
+        how = failed_pull(call, how)
     except Exception as err:
         _guard.report("adapters.classify", err)
     finish(call, how, error_type, exc)
@@ -180,7 +164,7 @@ def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, whe
             _guard.report(where, exc)
         if call is None:
             return wrapped(*args, **kwargs)
-        call.observed = OBSERVED
+        call.observed = True
         gen = wrapped(*args, **kwargs)
         return observe_async(gen, call, classify) if hasattr(gen, "__anext__") else observe_sync(gen, call, classify)
 

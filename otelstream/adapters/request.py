@@ -12,7 +12,7 @@ from typing import Any
 from otelstream import _guard, names
 from otelstream.adapters._patch import Wrapper
 from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, Call, finish
-from otelstream.adapters.ending import error_type_of, is_cancel
+from otelstream.adapters.exceptions import error_type_of, is_cancel
 from otelstream.core.report import RateLimit
 
 Begin = Callable[[Any, "tuple[Any, ...]", "dict[str, Any]", "tuple[str, ...]"], "Call | None"]

@@ -17,7 +17,7 @@ The adapter drives it like this (``t_pull`` is a plain attribute so the watchdog
     ...
     tracker.t_pull = clock()        # the caller asks for the next event: a wait begins
     item = next(sdk_generator)      # meanwhile, at the SSE layer: tracker.t_frame = clock() (the wait's end)
-    tracker.event(item, sse_name)   # the item is classified, timed at t_frame (else now)
+    tracker.event(item, sse=sse)    # the item is classified, timed at t_frame (else now)
 
 The HTTP-level observer, which recognises a plain delta on its bytes, calls ``tracker.plain_delta(choice)`` in place
 of ``event`` for it (recorded as the flat path records it; ``takes_plain`` says which decoded events it may stand for).
@@ -122,13 +122,13 @@ class StreamTracker(StreamState):
     _FAST_DELTAS_BEFORE_OUTPUT = _RESPONSES_REASONING_DELTA_TYPES
 
     # --- hot path ------------------------------------------------------------------------------------------
-    def event(self, ev: Any, name: str | Frame | None = None) -> None:
+    def event(self, ev: Any, name: str | None = None, sse: Frame | None = None) -> None:
         """One parsed event reached the caller: the decoded JSON it was built from, or the SDK's model of it. ``name``
-        is the SSE ``event:`` field when the layer sees it, or the SSE frame the event came from (its ``event`` is read
-        only off the flat path: a property read per event would cost more than the flat path itself). The pull's wait
-        ended when the adapter's tap stamped the decoding of its frame (``t_frame``); the time from then to now was the
-        SDK's own work on it (JSON, model), neither wait nor the caller's. Without a stamp (WebSocket, offline) the
-        wait ends now.
+        is the SSE ``event:`` field when the layer sees it; ``sse``, instead, the SSE frame the event came from (its
+        ``event`` is read only off the flat path: a property read per event would cost more than the flat path). The
+        pull's wait ended when the adapter's tap stamped the decoding of its frame (``t_frame``); the time from then to
+        now was the SDK's own work on it (JSON, model), neither wait nor the caller's. Without a stamp (WebSocket,
+        offline) the wait ends now.
 
         Every statement here costs the caller on every event (on the order of 50 machine instructions per bytecode),
         so the common case, an event carrying a plain delta in order mid-stream, takes a flat path: it checks its few
@@ -145,7 +145,7 @@ class StreamTracker(StreamState):
             frame = now
         fast = self._fast  # the surface's fast-path code while the stream is steady, else 0
         if not fast:
-            self._event(ev, name, now, frame)
+            self._event(ev, name if sse is None else sse, now, frame)
             return
         text = seq = None
         try:
@@ -182,7 +182,7 @@ class StreamTracker(StreamState):
         except (AttributeError, KeyError, TypeError, IndexError, ValueError):  # another shape: the general path
             text = None
         if not text or type(text) is not str:
-            self._event(ev, name, now, frame)
+            self._event(ev, name if sse is None else sse, now, frame)
             return
         if seq is not None:  # Responses: the number checked above was the one expected
             self.seq_next = seq + 1

@@ -233,7 +233,7 @@ def test_stopping_the_program_before_the_headers_is_a_cancel_not_an_http_error(r
 def test_trio_cancellation_is_a_cancel() -> None:
     """anyio on trio (and trio itself) cancel with trio's Cancelled, not asyncio's CancelledError; trio is not a
     dependency, so it is recognised by name."""
-    from otelstream.adapters.ending import classify_common
+    from otelstream.adapters.exceptions import classify_common
 
     trio_cancelled = type("Cancelled", (BaseException,), {"__module__": "trio._core._run"})
     assert classify_common(trio_cancelled()) == ("cancel", None)

@@ -30,12 +30,11 @@ from typing import Any
 from otelstream import _guard, names
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
+from otelstream.adapters.body_readers import bind_response
 from otelstream.adapters.calls import (
     CURRENT,
     KEY,
-    OBSERVED,
     RUNTIME,
-    UNOBSERVED,
     Call,
     begin_call,
     bind_to,
@@ -44,7 +43,8 @@ from otelstream.adapters.calls import (
     observed_call,
     watch,
 )
-from otelstream.adapters.ending import bind_response, classify_common, error_type_of
+from otelstream.adapters.close_ownership import stream_close_wrapper
+from otelstream.adapters.exceptions import classify_common, error_type_of
 from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
@@ -57,6 +57,7 @@ from otelstream.adapters.request import (
     server_of_client,
 )
 from otelstream.core.report import StreamStart
+from otelstream.names import EndReason
 
 
 def _provider(client: Any, host: str | None) -> str:
@@ -96,7 +97,7 @@ def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: t
 _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
 
 
-def classify(exc: BaseException) -> tuple[str, str | None]:
+def classify(exc: BaseException) -> tuple[EndReason, str | None]:
     """docs/telemetry.md: an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200
     (``_streaming.py:99-112``) → error; APIConnectionError → transport_error; raw httpx2 transport errors, which
     anthropic does not wrap mid-stream, → transport_error (``classify_common``)."""
@@ -107,15 +108,15 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
         _errors = (anthropic.APIConnectionError, anthropic.APIError, anthropic.AnthropicError)
     conn_error, api_error, base_error = _errors
     if isinstance(exc, conn_error):
-        return "transport_error", None
+        return EndReason.TRANSPORT_ERROR, None
     if isinstance(exc, api_error):
-        return "error", error_type_of(exc) or _body_error_type(exc)
+        return EndReason.ERROR, error_type_of(exc) or _body_error_type(exc)
     common = classify_common(exc)
     if common is not None:
         return common
     if isinstance(exc, base_error):
-        return "error", None
-    return "transport_error", None  # not a provider code: the exception's type decides the error class
+        return EndReason.ERROR, None
+    return EndReason.TRANSPORT_ERROR, None  # not a provider code: the exception's type decides the error class
 
 
 def _body_error_type(exc: BaseException) -> str | None:
@@ -158,7 +159,7 @@ def _late_bind(call: Call, stream: Any) -> None:
     taken = _take(stream)
     if taken is None:
         return
-    taken.observed = OBSERVED
+    taken.observed = True
     inner = copy.copy(stream).__stream__()  # what the cached property would build
     state["_iterator"] = observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else observe_sync(
         inner, taken, classify
@@ -265,7 +266,7 @@ def _take(instance: Any) -> Call | None:
     if call is None and getattr(instance, "response", None) is not None:
         _bind(instance)
         call = call_on(instance)
-    return call if call is not None and call.observed == UNOBSERVED else None
+    return call if call is not None and not call.observed else None
 
 
 _stream = stream_wrapper(_take, classify, "anthropic.stream")
@@ -274,16 +275,18 @@ _stream = stream_wrapper(_take, classify, "anthropic.stream")
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return gen if call is None else tap_sync(gen, call)
+    return gen if call is None else tap_sync(gen, call, True)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return agen if call is None else tap_async(agen, call)
+    return agen if call is None else tap_async(agen, call, True)
 
 
 _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
+_CLOSE = (names.MEASURE_CALLER_CLOSE,)
+_close = stream_close_wrapper("anthropic.close")
 
 PATCHES = (
     # anthropic 1.x has no call span, so no _request below request(): its request() is the same choke point
@@ -299,6 +302,15 @@ PATCHES = (
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("anthropic._streaming", "Stream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
+    # a close the caller asked for (context exits call it): reported at once, whatever the SDK does inside it
+    Patch("anthropic._streaming", "Stream.close", _close, measures=_CLOSE, scopes=_SYNC),
+    Patch("anthropic._streaming", "AsyncStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
+    Patch("anthropic.lib.streaming._messages", "MessageStream.close", _close, measures=_CLOSE, scopes=_SYNC),
+    Patch("anthropic.lib.streaming._messages", "AsyncMessageStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
+    Patch("anthropic.lib.streaming._beta_messages", "BetaMessageStream.close", _close, measures=_CLOSE,
+          scopes=_SYNC),
+    Patch("anthropic.lib.streaming._beta_messages", "BetaAsyncMessageStream.close", _close, measures=_CLOSE,
+          scopes=_ASYNC),
     # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
     # when its frame was decoded: the SDK's own work on the event is then counted as wait)
     Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,

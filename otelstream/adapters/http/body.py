@@ -12,7 +12,7 @@ from typing import Any
 from otelstream import _guard, names
 from otelstream.adapters.body_kinds import wrap_body
 from otelstream.adapters.calls import finish, watch
-from otelstream.adapters.ending import is_cancel
+from otelstream.adapters.exceptions import is_cancel
 from otelstream.adapters.http.decoding import Observed, inflater
 from otelstream.adapters.request import header
 

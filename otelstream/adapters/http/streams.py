@@ -41,8 +41,8 @@ from otelstream.adapters._patch import (
     Patch,
     Wrapper,
 )
-from otelstream.adapters.calls import CURRENT, KEY, OBSERVED, RUNTIME, begin_call, finish
-from otelstream.adapters.ending import is_cancel
+from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, begin_call, finish
+from otelstream.adapters.exceptions import is_cancel
 from otelstream.adapters.http.body import attach, is_sse, read_already, status_ok
 from otelstream.adapters.http.decoding import Observed
 from otelstream.adapters.request import header, http_send, ratelimits_of, server_of
@@ -147,7 +147,7 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Obse
     call = begin_call(start, scopes=(scope,), **kwargs)
     if call is None:
         return None
-    call.observed = OBSERVED
+    call.observed = True
     return Observed(call)
 
 

@@ -28,10 +28,10 @@ from typing import Any
 from otelstream import _guard, names
 from otelstream.adapters import _patch, inventory
 from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
+from otelstream.adapters.body_readers import bind_response
 from otelstream.adapters.calls import (
     CURRENT,
     KEY,
-    OBSERVED,
     RUNTIME,
     Call,
     begin_call,
@@ -41,7 +41,8 @@ from otelstream.adapters.calls import (
     observed_call,
     watch,
 )
-from otelstream.adapters.ending import bind_response, classify_common, error_type_of
+from otelstream.adapters.close_ownership import stream_close_wrapper
+from otelstream.adapters.exceptions import classify_common, error_type_of
 from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
 from otelstream.adapters.request import (
     call_of_response,
@@ -53,6 +54,7 @@ from otelstream.adapters.request import (
     server_of_client,
 )
 from otelstream.core.report import StreamStart
+from otelstream.names import EndReason
 
 _API_TYPE = {
     names.RESPONSES: "responses",
@@ -153,7 +155,7 @@ def _known_response_id(call: Call, options: Any) -> None:
 _errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
 
 
-def classify(exc: BaseException) -> tuple[str, str | None]:
+def classify(exc: BaseException) -> tuple[EndReason, str | None]:
     """docs/telemetry.md: APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band
     ``{"error": …}`` raised as APIError, ``_streaming.py:95-108``) → error; the rest per ``classify_common``."""
     global _errors
@@ -163,15 +165,15 @@ def classify(exc: BaseException) -> tuple[str, str | None]:
         _errors = (openai.APIConnectionError, openai.APIError, openai.OpenAIError)
     conn_error, api_error, base_error = _errors
     if isinstance(exc, conn_error):
-        return "transport_error", None
+        return EndReason.TRANSPORT_ERROR, None
     if isinstance(exc, api_error):
-        return "error", error_type_of(exc)
+        return EndReason.ERROR, error_type_of(exc)
     common = classify_common(exc)
     if common is not None:
         return common
     if isinstance(exc, base_error):
-        return "error", None
-    return "transport_error", None  # not a provider code: the exception's type decides the error class
+        return EndReason.ERROR, None
+    return EndReason.TRANSPORT_ERROR, None  # not a provider code: the exception's type decides the error class
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
@@ -209,7 +211,7 @@ def _late_bind(call: Call, stream: Any) -> None:
     if getattr(stream, "response", None) is None or _bind(stream, call) is None:
         return
     call.tracker.done_observable = False
-    call.observed = OBSERVED
+    call.observed = True
     stream._iterator = observe_async(it, call, classify) if hasattr(it, "__anext__") else observe_sync(
         it, call, classify
     )
@@ -310,13 +312,13 @@ _stream = stream_wrapper(_bind, classify, "openai.stream")
 def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     gen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return gen if call is None else tap_sync(gen, call)
+    return gen if call is None else tap_sync(gen, call, False)
 
 
 def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agen = wrapped(*args, **kwargs)
     call = observed_call(instance)
-    return agen if call is None else tap_async(agen, call)
+    return agen if call is None else tap_async(agen, call, False)
 
 
 def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -336,6 +338,8 @@ def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
 # was decoded: the SDK's own work on the event then counts as wait)
 _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
+_CLOSE = (names.MEASURE_CALLER_CLOSE,)
+_close = stream_close_wrapper("openai.close")
 
 PATCHES = (
     Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=REQUEST_MEASURES, scopes=_SYNC),
@@ -348,6 +352,16 @@ PATCHES = (
     Patch("openai._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
     Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
     Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
+    # a close the caller asked for (context exits call it): reported at once, whatever the SDK does inside it
+    Patch("openai._streaming", "Stream.close", _close, measures=_CLOSE, scopes=_SYNC),
+    Patch("openai._streaming", "AsyncStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
+    Patch("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", _close, measures=_CLOSE,
+          scopes=_SYNC),
+    Patch("openai.lib.streaming.chat._completions", "AsyncChatCompletionStream.close", _close, measures=_CLOSE,
+          scopes=_ASYNC),
+    Patch("openai.lib.streaming.responses._responses", "ResponseStream.close", _close, measures=_CLOSE, scopes=_SYNC),
+    Patch("openai.lib.streaming.responses._responses", "AsyncResponseStream.close", _close, measures=_CLOSE,
+          scopes=_ASYNC),
     # the helper's client-side filter (starting_after): without it the first delta could be a replayed one
     Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init,
           measures=(names.MEASURE_TIME_TO_FIRST_DELTA,), scopes=(_patch.OPENAI_RESUME,)),

@@ -1,0 +1,67 @@
+"""What an exception that ended a stream means (``is_cancel``, ``classify_common``, ``error_type_of``), and which
+client libraries' classes otelstream knows: ``httpx2`` always, the legacy ``httpx`` (openai 2.x reads its streams
+with it) adopted the first time one of its responses or exceptions is met (``adopt_httpx``)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+
+import httpx2  # both SDKs depend on it; this module is imported only when one of them is
+
+from otelstream.names import EndReason
+
+# the client libraries (top-level package names) whose bodies get the close hook and whose transport errors are known
+ADOPTED = {"httpx2"}
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, httpx2.StreamError)
+_ADOPT_LOCK = threading.Lock()
+
+
+def adopt_httpx() -> bool:
+    """The legacy ``httpx``, met in a response or an exception: the same body hooks and transport errors for its
+    classes, once per process. False when it is not imported (it need not be installed)."""
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return False
+    global _TRANSPORT_ERRORS
+    with _ADOPT_LOCK:
+        if "httpx" not in ADOPTED:
+            _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, httpx.TransportError, httpx.StreamError)
+            ADOPTED.add("httpx")
+    return True
+
+
+def is_cancel(exc: BaseException) -> bool:
+    """The caller's task or program was cancelled or stopped: asyncio's cancellation, trio's (anyio on trio raises
+    it too; checked by name, trio is not a dependency), Ctrl-C, ``sys.exit()``."""
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, SystemExit)):
+        return True
+    cls = type(exc)
+    return cls.__name__ == "Cancelled" and cls.__module__.startswith("trio")
+
+
+def classify_common(exc: BaseException) -> tuple[EndReason, str | None] | None:
+    """The SDK-independent part: cancellation, transport and decode errors. None when undecided."""
+    if is_cancel(exc):
+        return EndReason.CANCEL, None
+    if isinstance(exc, GeneratorExit):
+        return EndReason.GC, None
+    if isinstance(exc, ValueError):  # json.JSONDecodeError and friends: undecodable data (error class protocol)
+        return EndReason.TRANSPORT_ERROR, None
+    if isinstance(exc, _TRANSPORT_ERRORS):
+        return EndReason.TRANSPORT_ERROR, None
+    if type(exc).__module__.startswith("httpx.") and "httpx" not in ADOPTED and adopt_httpx():
+        return classify_common(exc)
+    return None
+
+
+def error_type_of(exc: BaseException) -> str | None:
+    """The provider's error code/type from an SDK exception (``code``, then ``type``), if it has one."""
+    for attr in ("code", "type"):
+        value = exc.__dict__.get(attr) if hasattr(exc, "__dict__") else None
+        if isinstance(value, str) and value:
+            return value[:64]
+        if type(value) is int:  # releases before openai 3.14 keep a numeric ``code`` as the int the server sent
+            return str(value)
+    return None
