@@ -15,7 +15,11 @@ RESPONSES_WEBSOCKET: Final = "responses_websocket"
 CHAT_COMPLETIONS: Final = "chat_completions"
 COMPLETIONS: Final = "completions"
 MESSAGES: Final = "messages"
-SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
+GENERATE_CONTENT: Final = "generate_content"  # Google Gemini (Gemini API, Vertex AI): SSE of GenerateContentResponse
+CONVERSE: Final = "converse"  # AWS Bedrock ConverseStream: binary event-stream messages
+SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES, GENERATE_CONTENT, CONVERSE)
+# the surfaces of the openai and anthropic SDKs: what `probe` and `demo` drive until they gain Gemini and Bedrock
+OPENAI_ANTHROPIC_SURFACES: Final = (RESPONSES, RESPONSES_WEBSOCKET, CHAT_COMPLETIONS, COMPLETIONS, MESSAGES)
 
 # the HTTP-level observer (adapters/http/streams.py): request path endings per surface, after any prefix a gateway
 # adds ('/v1/chat/completions', '/openai/deployments/x/chat/completions'); first match wins
@@ -37,6 +41,8 @@ OPERATION_BY_SURFACE: Final = {
     CHAT_COMPLETIONS: "chat",
     COMPLETIONS: "text_completion",
     MESSAGES: "chat",
+    GENERATE_CONTENT: "generate_content",
+    CONVERSE: "chat",
 }
 
 # gen_ai.provider.name values
@@ -45,6 +51,22 @@ PROVIDER_ANTHROPIC: Final = "anthropic"
 PROVIDER_AZURE: Final = "azure.ai.openai"
 PROVIDER_BEDROCK: Final = "aws.bedrock"
 PROVIDER_VERTEX: Final = "gcp.vertex_ai"
+PROVIDER_GEMINI: Final = "gcp.gemini"
+
+# --- AWS event-stream framing (Bedrock's application/vnd.amazon.eventstream bodies) ------------------
+EVENTSTREAM_CONTENT_TYPE: Final = "application/vnd.amazon.eventstream"
+EVENTSTREAM_MESSAGE_TYPE: Final = ":message-type"  # "event" or "exception" ("error" too, in the framing's spec)
+EVENTSTREAM_EVENT_TYPE: Final = ":event-type"  # e.g. "contentBlockDelta", "chunk"
+EVENTSTREAM_EXCEPTION_TYPE: Final = ":exception-type"  # e.g. "throttlingException"
+EVENTSTREAM_ERROR_CODE: Final = ":error-code"  # the framing's own error messages (":message-type" "error")
+# Bedrock invoke streams: the metrics Bedrock appends to the last chunk of a model's own events
+BEDROCK_INVOCATION_METRICS: Final = "amazon-bedrock-invocationMetrics"
+# what the Gemini and Bedrock streaming requests look like on the wire (for the HTTP-level observer)
+GEMINI_STREAM_METHOD: Final = ":streamGenerateContent"  # {model}:streamGenerateContent?alt=sse
+BEDROCK_CONVERSE_STREAM_PATH: Final = "/converse-stream"  # /model/{modelId}/converse-stream
+BEDROCK_INVOKE_STREAM_PATH: Final = "/invoke-with-response-stream"  # /model/{modelId}/invoke-with-response-stream
+BEDROCK_REQUEST_ID_HEADER: Final = "x-amzn-requestid"  # Bedrock's request id (the stream names no response)
+BEDROCK_ERROR_TYPE_HEADER: Final = "x-amzn-errortype"  # an HTTP error's type, then a colon and a namespace
 
 # --- outcomes (a closed set; the `outcome` label) ----------------------------------------------------
 COMPLETED: Final = "completed"
@@ -91,22 +113,34 @@ EC_OTHER: Final = "_OTHER"
 # its base APIConnectionError); then the outcome.
 ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tuple[str, ...]], ...]] = (
     (EC_QUOTA_EXCEEDED, (), ("insufficient_quota", "billing_hard_limit_reached", "quota_exceeded"), ()),
-    (EC_RATE_LIMITED, (429,), ("rate_limit_exceeded", "rate_limit_error", "too_many_requests"), ()),
+    (EC_RATE_LIMITED, (429,),
+     ("rate_limit_exceeded", "rate_limit_error", "too_many_requests", "RESOURCE_EXHAUSTED", "throttlingException",
+      "ThrottlingException"), ()),
     (EC_OVERLOADED, (503, 529),
-     ("overloaded_error", "overloaded", "engine_overloaded", "service_unavailable"), ()),
-    (EC_TIMEOUT, (408, 504), ("timeout", "timeout_error"),
+     ("overloaded_error", "overloaded", "engine_overloaded", "service_unavailable", "UNAVAILABLE",
+      "serviceUnavailableException", "ServiceUnavailableException"), ()),
+    (EC_TIMEOUT, (408, 504), ("timeout", "timeout_error", "DEADLINE_EXCEEDED", "modelTimeoutException"),
      ("APITimeoutError", "TimeoutException", "TimeoutError")),  # openai/anthropic, httpx/httpx2, builtin/asyncio
-    (EC_AUTH, (401, 403), ("authentication_error", "permission_error", "invalid_api_key"), ()),
+    (EC_AUTH, (401, 403),
+     ("authentication_error", "permission_error", "invalid_api_key", "UNAUTHENTICATED", "PERMISSION_DENIED",
+      "AccessDeniedException"), ()),
     (EC_BAD_REQUEST, tuple(range(400, 500)),
-     ("invalid_request_error", "context_length_exceeded", "not_found_error", "request_too_large", "invalid_prompt"),
+     ("invalid_request_error", "context_length_exceeded", "not_found_error", "request_too_large", "invalid_prompt",
+      "INVALID_ARGUMENT", "FAILED_PRECONDITION", "NOT_FOUND", "validationException", "ValidationException"),
      ()),
-    (EC_SERVER_ERROR, tuple(range(500, 600)), ("server_error", "api_error", "internal_error", "internal_server_error"),
+    (EC_SERVER_ERROR, tuple(range(500, 600)),
+     ("server_error", "api_error", "internal_error", "internal_server_error", "INTERNAL", "internalServerException",
+      "modelStreamErrorException",
+      # failed generations (Gemini finish reasons, Bedrock stop reasons)
+      "MALFORMED_FUNCTION_CALL", "MALFORMED_RESPONSE", "malformed_model_output", "malformed_tool_use"),
      ()),
     (EC_CONNECTION, (), (),
      # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins
      ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
       "ConnectionClosed")),
-    (EC_PROTOCOL, (), (), ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "ValueError")),
+    (EC_PROTOCOL, (), (),
+     # EventStreamDecodeError: a Bedrock event-stream message whose CRC or length is wrong (core/eventstream.py)
+     ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError")),
     (EC_CUT, (), (), ()),  # outcome cut
     (EC_OTHER, (), (), ()),  # any other bad outcome (an in-band error or response.failed with an unlisted code)
 )
@@ -175,6 +209,8 @@ ANOM_EVENT_AFTER_TERMINAL: Final = "event_after_terminal"  # events after the te
 ANOM_UNDECODABLE: Final = "undecodable_event"  # offline: an SSE data payload that is not JSON
 ANOM_BAD_FIELD: Final = "bad_field"  # a field with the wrong type or value (e.g. NaN usage)
 ANOM_UNTERMINATED_EVENT: Final = "unterminated_event"  # body ended inside an event (no blank line): the SDKs drop it
+# a Bedrock invoke stream of a model family whose payload otelstream does not read: events and outcome only
+ANOM_UNSUPPORTED_PAYLOAD: Final = "unsupported_payload"
 # sequence anomalies are also listed in a report's `anomalies` with these kinds
 ANOM_SEQUENCE_GAP: Final = "sequence_gap"
 ANOM_SEQUENCE_DUPLICATE: Final = "sequence_duplicate"
@@ -193,6 +229,7 @@ PROTOCOL_ANOMALY_KINDS: Final = (
     ANOM_UNDECODABLE,
     ANOM_BAD_FIELD,
     ANOM_UNTERMINATED_EVENT,
+    ANOM_UNSUPPORTED_PAYLOAD,
 )
 SEQUENCE_ANOMALY_BY_KIND: Final = {
     SEQ_GAP: ANOM_SEQUENCE_GAP,

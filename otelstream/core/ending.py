@@ -22,6 +22,8 @@ def final_anomalies(s: StreamState, outcome: str) -> None:
             _missing_finish_reasons(s)
         if answered and s.done_observable and not s.done_seen:
             s.add_anomaly(names.ANOM_MISSING_DONE)
+    if surface == names.CONVERSE and answered and s.terminal and not s.usage_seen:
+        s.add_anomaly(names.ANOM_USAGE_MISSING)  # messageStop came, the metadata event after it did not
     if answered and s.deltas == 0:
         s.add_anomaly(names.ANOM_NO_DELTA)
 

@@ -16,7 +16,8 @@ _BY_EXCEPTION: dict[str, str] = {}
 _CLASS_OF_ROW: tuple[str, ...] = tuple(row[0] for row in names.ERROR_CLASS_TABLE)
 for _row, (_cls, _statuses, _codes, _excs) in enumerate(names.ERROR_CLASS_TABLE):
     for _code in _codes:
-        _BY_CODE.setdefault(_code, _row)
+        # matched case-insensitively (gRPC-style statuses are upper case, Bedrock's exception types camel case)
+        _BY_CODE.setdefault(_code.lower(), _row)
     for _status in _statuses:
         _BY_STATUS.setdefault(_status, _row)
     for _exc in _excs:

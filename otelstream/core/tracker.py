@@ -115,8 +115,9 @@ class StreamTracker(StreamState):
 
     __slots__ = ("__weakref__",)  # the export watchdog holds open streams weakly
 
+    # every surface with a protocol module; those without a flat path (code 0) take the general path throughout
     _SURFACES: ClassVar[dict[str, tuple[Observer, int]]] = {
-        surface: (protocols.OBSERVERS[surface], code) for surface, code in _FAST_BY_SURFACE.items()
+        surface: (observer, _FAST_BY_SURFACE.get(surface, 0)) for surface, observer in protocols.OBSERVERS.items()
     }
     _OTHER_SURFACE = (protocols.observe_unknown, 0)
     _FAST_DELTAS_BEFORE_OUTPUT = _RESPONSES_REASONING_DELTA_TYPES
@@ -433,7 +434,7 @@ class StreamTracker(StreamState):
         abandoned_reason = None
         if self.rank >= RANK_INCOMPLETE:
             outcome = OUTCOME_BY_RANK[self.rank]
-        elif self.terminal:
+        elif self.terminal or (how == "eof" and protocols.transport_decides(self)):
             outcome = names.COMPLETED
         else:
             outcome, abandoned_reason = _END_OUTCOME.get(how, (names.TRANSPORT_ERROR, None))

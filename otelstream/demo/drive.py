@@ -234,7 +234,7 @@ async def close_clients(clients: Clients) -> None:
 def warm_up(clients: Clients) -> None:
     """One uninstrumented stream per surface first: the SDKs' one-time parse setup (tens of ms on the first event)
     would otherwise show up as time to first delta."""
-    for surface in names.SURFACES:
+    for surface in names.OPENAI_ANTHROPIC_SURFACES:
         run_sync_job(clients, Job(-1, surface, F.OK, False))
 
 

@@ -4,6 +4,11 @@ Inputs, by file name:
 
 - ``*.sse``, or any other name: the raw SSE body as the server sent it (LF / CR / CRLF, comments, ``event:`` /
   ``data:`` / ``id:`` / ``retry:``, multi-line data; a gzip-compressed file is decompressed first);
+- ``*.eventstream``, or any file that starts with an event-stream prelude: a Bedrock body as sent (binary
+  event-stream messages, both CRCs checked: a bad one, or a body that ends inside a message, is a transport error of
+  class ``protocol``). A ConverseStream body is ``converse``; an invoke body whose chunks are Anthropic Messages events
+  is ``messages`` (provider ``aws.bedrock``); another model family's invoke body is reported with its events and the
+  ``unsupported_payload`` anomaly. An exception message ends the stream as the SDK raises it;
 - ``*.payloads.jsonl``: one SSE ``data`` payload (JSON) per line, without SSE framing (some recorders keep only
   that); analysed like an SSE body whose events have no ``event:`` name;
 - ``*.jsonl``: a Responses WebSocket transcript, one server event (JSON) per line, reported per response: lanes by
@@ -14,8 +19,9 @@ Inputs, by file name:
   ends the longest-idle lane: a response still open there is reported ``cut`` and counted in ``lanes_evicted``.
 
 ``--surface auto`` tells the surface from the events' shapes (``type`` / ``event:`` names, ``object``,
-``choices[].delta`` or ``.text``); Anthropic's legacy ``/v1/complete`` is recognised and refused as an unsupported
-surface.
+``choices[].delta`` or ``.text``, Gemini's ``candidates`` / ``usageMetadata`` / ``modelVersion``; an SSE body of
+Gemini chunks, with CRLF line ends as sent, is ``generate_content``); Anthropic's legacy ``/v1/complete`` is
+recognised and refused as an unsupported surface.
 
 The events go through the same ``StreamTracker`` the live path uses, fed as the SDKs would feed it: comments count
 as keepalives, ``[DONE]`` ends an OpenAI stream (the SDK stops reading there), a payload that is not JSON ends it as

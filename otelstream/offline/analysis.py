@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from otelstream import names
 from otelstream.core.client_rules import Undecodable
+from otelstream.offline.bedrock_body import analyse_eventstream, is_eventstream
 from otelstream.offline.detection import AUTO, DETECT_LIMIT, UNSUPPORTED_COMPLETE, detect
 from otelstream.offline.reading import COMMENT, CheckError, Record, jsonl_records, read_text, sse_records
 from otelstream.offline.rendering import FileReport
@@ -14,6 +15,8 @@ from otelstream.offline.transcript import Lanes
 
 def analyse(path: str, surface: str = AUTO) -> FileReport:
     """Analyse one recorded file; raises CheckError with a one-line reason when it cannot."""
+    if is_eventstream(path):  # a Bedrock body: binary, told apart by its first prelude (or its name)
+        return analyse_eventstream(path, surface)
     lower = path.lower()
     payloads = lower.endswith(".payloads.jsonl")
     jsonl = lower.endswith(".jsonl")

@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help=".sse body, .jsonl WebSocket transcript, or .payloads.jsonl (one data payload per line); "
+        help=".sse body, .eventstream Bedrock body, .jsonl WebSocket transcript, or .payloads.jsonl (one data "
+        "payload per line); "
         "- reads an SSE body from standard input",
     )
     parser.epilog = (

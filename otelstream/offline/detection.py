@@ -1,5 +1,6 @@
 """Surface detection: which API produced a recording, told from its events' shapes (``type`` / ``event:`` names,
-``object``, ``choices[].delta`` or ``.text``). Anthropic's legacy ``/v1/complete`` is recognised, to be refused."""
+``object``, ``choices[].delta`` or ``.text``, Gemini's ``candidates`` / ``usageMetadata`` / ``modelVersion``).
+Anthropic's legacy ``/v1/complete`` is recognised, to be refused."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ _ANTHROPIC_TYPES = frozenset(
     {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
      "message_stop"}
 )  # fmt: skip
+
+
+# what only a Gemini GenerateContentResponse carries
+_GEMINI_KEYS: Final = ("candidates", "usageMetadata", "modelVersion", "promptFeedback")
 
 
 def detect(name: str | None, value: Any) -> str | None:
@@ -39,6 +44,8 @@ def detect(name: str | None, value: Any) -> str | None:
         return names.COMPLETIONS
     if "completion" in d and "stop_reason" in d and "choices" not in d:
         return UNSUPPORTED_COMPLETE  # legacy /v1/complete payloads without a type field
+    if any(key in d for key in _GEMINI_KEYS):
+        return names.GENERATE_CONTENT
     choices = d.get("choices")
     if type(choices) is list and choices and type(choices[0]) is dict:
         c = choices[0]

@@ -13,6 +13,12 @@ from otelstream.core.tracker import StreamTracker
 from otelstream.offline.reading import Record
 
 TICK_NS: Final = 1_000_000  # the synthetic clock's step: one read = 1 ms
+# a recording names no provider: the one each surface's wire belongs to (Vertex AI streams Gemini's wire as well)
+_PROVIDER_BY_SURFACE: Final = {
+    names.MESSAGES: names.PROVIDER_ANTHROPIC,
+    names.GENERATE_CONTENT: names.PROVIDER_GEMINI,
+    names.CONVERSE: names.PROVIDER_BEDROCK,
+}
 
 
 class TickClock:
@@ -53,10 +59,17 @@ class Run:
 
     @classmethod
     def open(
-        cls, surface: str, *, sse_framed: bool, starting_after: int | None = None, stream_id: str | None = None
+        cls,
+        surface: str,
+        *,
+        sse_framed: bool,
+        starting_after: int | None = None,
+        stream_id: str | None = None,
+        provider: str | None = None,
     ) -> Run:
         clock = TickClock()
-        provider = names.PROVIDER_ANTHROPIC if surface == names.MESSAGES else names.PROVIDER_OPENAI
+        if provider is None:
+            provider = _PROVIDER_BY_SURFACE.get(surface, names.PROVIDER_OPENAI)
         start = StreamStart(surface=surface, provider=provider, resumed=starting_after is not None, stream_id=stream_id)
         tracker = StreamTracker(start, clock=clock, starting_after=starting_after)
         return cls(surface, tracker, _Replay(tracker, clock, named=sse_framed))

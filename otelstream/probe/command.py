@@ -71,8 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one = parser.add_argument_group("one target")
     one.add_argument("--base-url", help="the API's base URL as the SDK takes it (http://host:8000/v1); "
                      "responses_websocket also takes a ws:// or wss:// URL")  # fmt: skip
-    one.add_argument("--surface", choices=names.SURFACES, metavar="SURFACE",
-                     help=f"one of {', '.join(names.SURFACES)}")  # fmt: skip
+    one.add_argument("--surface", choices=names.OPENAI_ANTHROPIC_SURFACES, metavar="SURFACE",
+                     help=f"one of {', '.join(names.OPENAI_ANTHROPIC_SURFACES)}")  # fmt: skip
     one.add_argument("--model", help="the model to ask")
     one.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key (default: "
                      "the SDK's own, OPENAI_API_KEY / ANTHROPIC_API_KEY, when set)")  # fmt: skip

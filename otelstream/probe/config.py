@@ -145,8 +145,8 @@ def check_name(value: object) -> str:
 
 
 def check_surface(value: object) -> str:
-    if value not in names.SURFACES:
-        raise ValueError(f"one of {', '.join(names.SURFACES)}")
+    if value not in names.OPENAI_ANTHROPIC_SURFACES:
+        raise ValueError(f"one of {', '.join(names.OPENAI_ANTHROPIC_SURFACES)}")
     return str(value)
 
 

@@ -195,3 +195,22 @@ def test_the_sdk_exception_carries_the_body() -> None:
     assert error_class(HTTP, h.code, status_of(h), h) == "bad_request"
     h = _openai_status(502, {"error": {"message": "m", "type": "rate_limit_error", "code": "vendor"}})
     assert error_class(HTTP, h.code, status_of(h), h) == "rate_limited"
+
+
+@pytest.mark.parametrize(
+    ("code", "klass"),
+    [  # Gemini's gRPC-style statuses and failed-generation finish reasons, Bedrock's exception types and stop reasons
+     ("RESOURCE_EXHAUSTED", "rate_limited"), ("throttlingException", "rate_limited"),
+     ("ThrottlingException", "rate_limited"), ("UNAVAILABLE", "overloaded"),
+     ("serviceUnavailableException", "overloaded"), ("ServiceUnavailableException", "overloaded"),
+     ("DEADLINE_EXCEEDED", "timeout"), ("modelTimeoutException", "timeout"), ("UNAUTHENTICATED", "auth"),
+     ("PERMISSION_DENIED", "auth"), ("AccessDeniedException", "auth"), ("INVALID_ARGUMENT", "bad_request"),
+     ("FAILED_PRECONDITION", "bad_request"), ("NOT_FOUND", "bad_request"), ("validationException", "bad_request"),
+     ("ValidationException", "bad_request"), ("INTERNAL", "server_error"),
+     ("internalServerException", "server_error"), ("modelStreamErrorException", "server_error"),
+     ("MALFORMED_FUNCTION_CALL", "server_error"), ("MALFORMED_RESPONSE", "server_error"),
+     ("malformed_model_output", "server_error"), ("malformed_tool_use", "server_error"),
+     ("OTHER", "_OTHER"), ("UNEXPECTED_TOOL_CALL", "_OTHER")],
+)  # fmt: skip
+def test_gemini_and_bedrock_codes(code: str, klass: str) -> None:
+    assert error_class(names.ERROR, code, None, None) == klass

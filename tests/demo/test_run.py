@@ -49,7 +49,7 @@ def test_plan_is_exact_and_repeatable() -> None:
         counts[job.fault] = counts.get(job.fault, 0) + 1
         assert job.surface in demo_plan.DEMO_SURFACES[job.fault]
     assert counts == {f: n for f, n in mix.counts(200).items() if n}
-    assert {j.surface for j in a} == set(names.SURFACES) and {j.is_async for j in a} == {True, False}
+    assert {j.surface for j in a} == set(names.OPENAI_ANTHROPIC_SURFACES) and {j.is_async for j in a} == {True, False}
 
 
 def test_fault_mix_parsing() -> None:

@@ -93,7 +93,7 @@ def _skip_without_websocket_mode(surface: str) -> None:
 
 
 @pytest.mark.parametrize("fault", F.FAULTS)
-@pytest.mark.parametrize("surface", names.SURFACES)
+@pytest.mark.parametrize("surface", names.OPENAI_ANTHROPIC_SURFACES)
 def test_row_verdict_and_strict(surface: str, fault: str, scripted: ScriptedServer,
                                 request: pytest.FixtureRequest) -> None:  # fmt: skip
     _skip_without_websocket_mode(surface)

@@ -12,13 +12,14 @@ from otelstream.core.report import StreamReport
 from tests.support.paths import CAPTURES, FIXTURES, REPO
 
 EXAMPLES = REPO / "otelstream" / "examples"
+RECORDED = REPO / "tests" / "fixtures" / "recorded"  # real Gemini and Bedrock bodies (SOURCES.md)
 
 # OTELSTREAM_RELIABILITY_SCALE=10 runs ten times the default counts (long local runs); CI runs the default.
 SCALE = max(0.01, float(os.environ.get("OTELSTREAM_RELIABILITY_SCALE", "1") or "1"))
 
 SMALL_BODY = 4096  # truncation at every byte up to this size; beyond it, at event boundaries ± 3 and seeded cuts
 SEEDED_CUTS = 200
-BODY_SUFFIXES = (".sse", ".jsonl")
+BODY_SUFFIXES = (".sse", ".jsonl", ".eventstream")
 # Outcomes an offline analysis can produce: no caller, no HTTP status, so never abandoned or http_error.
 OFFLINE_OUTCOMES = frozenset(
     {names.COMPLETED, names.INCOMPLETE, names.FAILED, names.ERROR, names.CUT, names.TRANSPORT_ERROR}
@@ -45,7 +46,7 @@ def scaled(n: int) -> int:
 
 def corpus_files(*, captures: bool = True) -> list[Path]:
     """Every stream body we have: the real captures (when present), the project's fixtures and bundled examples."""
-    roots = [FIXTURES, EXAMPLES]
+    roots = [FIXTURES, RECORDED, EXAMPLES]
     if captures and CAPTURES.is_dir():
         roots.insert(0, CAPTURES)
     out: list[Path] = []
@@ -56,7 +57,7 @@ def corpus_files(*, captures: bool = True) -> list[Path]:
 
 
 def label(path: Path) -> str:
-    for root in (CAPTURES, FIXTURES, EXAMPLES):
+    for root in (CAPTURES, FIXTURES, RECORDED, EXAMPLES):
         try:
             return f"{root.name}/{path.relative_to(root)}"
         except ValueError:

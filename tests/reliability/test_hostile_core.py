@@ -147,12 +147,58 @@ messages_events = st.fixed_dictionaries(
         "error": hostile,
     },
 )
+gemini_part = st.fixed_dictionaries(
+    {}, optional={"text": hostile, "thought": hostile, "thoughtSignature": hostile, "functionCall": hostile}
+)
+gemini_events = st.fixed_dictionaries(
+    {},
+    optional={
+        "candidates": _value(
+            st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "index": _value(st.integers(min_value=-2, max_value=200)),
+                        "finishReason": _value(st.sampled_from(["STOP", "MAX_TOKENS", "SAFETY", "OTHER"])),
+                        "content": _value(st.fixed_dictionaries({}, optional={"parts": _value(st.lists(gemini_part))})),
+                    },
+                ),
+                max_size=3,
+            )
+        ),
+        "usageMetadata": _value(
+            st.fixed_dictionaries(
+                {},
+                optional={"promptTokenCount": hostile, "candidatesTokenCount": hostile, "thoughtsTokenCount": hostile},
+            )
+        ),
+        "promptFeedback": _value(st.fixed_dictionaries({}, optional={"blockReason": hostile})),
+        "modelVersion": hostile,
+        "responseId": hostile,
+        "error": hostile,
+    },
+)
+converse_events = st.one_of(
+    st.fixed_dictionaries({"contentBlockDelta": _value(st.fixed_dictionaries({}, optional={"delta": _value(
+        st.fixed_dictionaries({}, optional={"text": hostile, "toolUse": hostile, "reasoningContent": hostile,
+                                            "citation": hostile}))}))}),
+    st.fixed_dictionaries({"messageStop": _value(st.fixed_dictionaries({}, optional={"stopReason": _value(
+        st.sampled_from(["end_turn", "max_tokens", "malformed_tool_use", "x"]))}))}),
+    st.fixed_dictionaries({"metadata": _value(st.fixed_dictionaries({}, optional={"usage": _value(
+        st.fixed_dictionaries({}, optional={"inputTokens": hostile, "outputTokens": hostile,
+                                            "cacheReadInputTokens": hostile}))}))}),
+    st.fixed_dictionaries({"throttlingException": hostile}),
+    st.fixed_dictionaries({"chunk": hostile}),
+    st.dictionaries(st.text(max_size=20), hostile, max_size=2),
+)  # fmt: skip
 EVENTS_BY_SURFACE = {
     names.RESPONSES: responses_events,
     names.RESPONSES_WEBSOCKET: responses_events,
     names.CHAT_COMPLETIONS: chat_events,
     names.COMPLETIONS: chat_events,
     names.MESSAGES: messages_events,
+    names.GENERATE_CONTENT: gemini_events,
+    names.CONVERSE: converse_events,
 }
 
 

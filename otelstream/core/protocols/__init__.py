@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from otelstream import names
 from otelstream.core.protocols._fields import DELTA, KEEPALIVE, OTHER
 from otelstream.core.protocols.chat import observe_chat, observe_completions
+from otelstream.core.protocols.converse import is_unsupported_payload, observe_converse
+from otelstream.core.protocols.gemini import observe_generate_content
 from otelstream.core.protocols.messages import observe_messages
 from otelstream.core.protocols.responses import observe_responses
 
@@ -32,6 +34,14 @@ OBSERVERS: dict[str, Observer] = {
     names.CHAT_COMPLETIONS: observe_chat,
     names.COMPLETIONS: observe_completions,
     names.MESSAGES: observe_messages,
+    names.GENERATE_CONTENT: observe_generate_content,
+    names.CONVERSE: observe_converse,
 }
 
-__all__ = ["DELTA", "KEEPALIVE", "OBSERVERS", "OTHER", "observe_unknown"]
+
+def transport_decides(tracker: StreamState) -> bool:
+    """Whether the stream's payload was one otelstream does not read (a Bedrock invoke stream of another model
+    family): its outcome is then what the transport says, and a clean end of the body completes it."""
+    return tracker.surface == names.CONVERSE and is_unsupported_payload(tracker)
+
+__all__ = ["DELTA", "KEEPALIVE", "OBSERVERS", "OTHER", "observe_unknown", "transport_decides"]
