@@ -28,11 +28,16 @@ HTTP_STREAM_PATHS: Final = (
     ("/completions", COMPLETIONS),
     ("/responses", RESPONSES),
     ("/messages", MESSAGES),
+    (":streamGenerateContent", GENERATE_CONTENT),  # {model}:streamGenerateContent (the query, ?alt=sse, aside)
 )
 SSE_CONTENT_TYPE: Final = "text/event-stream"
 ANTHROPIC_VERSION_HEADER: Final = "anthropic-version"  # a request carrying it speaks to Anthropic
 # sent by the openai and anthropic SDKs on every request: their adapter owns the stream (or has warned it cannot)
 SDK_REQUEST_HEADER: Final = "x-stainless-lang"
+# google-genai names itself in this header on every request ("google-genai-sdk/3.6.1 gl-python/3.11.7"): its adapter
+# owns the stream (or has warned it cannot)
+GOOGLE_SDK_HEADER: Final = "x-goog-api-client"
+GOOGLE_SDK_MARK: Final = "google-genai-sdk/"
 
 # gen_ai.operation.name per surface
 OPERATION_BY_SURFACE: Final = {
