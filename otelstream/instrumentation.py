@@ -51,7 +51,8 @@ def _installed(name: str) -> bool:
 def instrument(
     tracer_provider: Any = None, meter_provider: Any = None, registry: Any = None, **settings: Any
 ) -> None:
-    """Observe every stream the installed openai / anthropic / google-genai SDKs consume (before or after they are imported).
+    """Observe every stream the installed openai / anthropic / google-genai SDKs consume (before or after they are
+    imported).
 
     ``settings`` are the keyword forms of the ``OTELSTREAM_*`` table in ``otelstream.config`` (unknown names raise
     ``TypeError``). ``enabled=False`` (or ``OTELSTREAM_ENABLED=false``) makes this a no-op."""
