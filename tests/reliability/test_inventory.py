@@ -30,6 +30,7 @@ from otelstream.adapters import _patch, inventory
 from otelstream.adapters._patch import Fact
 from tests.adapters.test_websocket import ws_url  # noqa: F401 (a local WebSocket server, for the WebSocket facts)
 from tests.support.clients import anthropic_client, openai_client
+from tests.support.google_facts import GOOGLE_LIVE
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import OPENAI_WEBSOCKET_LANES, OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
@@ -270,6 +271,7 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
     ("openai._streaming", "Stream.__stream__ stops reading at [DONE]"): _openai_stops_at_done,
     ("anthropic._streaming", "Stream.__stream__ skips event: ping frames"): _anthropic_skips_pings,
     ("openai._streaming", "Stream.__stream__ yields event: ping frames"): _openai_yields_pings,
+    **GOOGLE_LIVE,
 }  # fmt: skip
 UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
 

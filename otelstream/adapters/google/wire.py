@@ -53,7 +53,7 @@ API_CLIENT = Fact(
     (),
     SCOPES,
 )
-CHAT_MODEL = Fact("google.genai.chats", "Chat._modules, Chat._model", "attribute", None, (), SCOPES)
+CHAT_MODEL = Fact("google.genai.chats", "Chat._modules, Chat._model, Chat._config", "attribute", None, (), SCOPES)
 
 
 def _is_vertex(api: Any, model: str | None, base_url: str | None) -> bool:
