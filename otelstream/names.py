@@ -140,9 +140,10 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
       "MALFORMED_FUNCTION_CALL", "MALFORMED_RESPONSE", "malformed_model_output", "malformed_tool_use"),
      ()),
     (EC_CONNECTION, (), (),
-     # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins
+     # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins;
+     # aiohttp's (google-genai's async transport): a connection refused or dropped, a body cut short
      ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
-      "ConnectionClosed")),
+      "ConnectionClosed", "ClientConnectionError", "ClientPayloadError")),
     (EC_PROTOCOL, (), (),
      # EventStreamDecodeError: a Bedrock event-stream message whose CRC or length is wrong (core/eventstream.py)
      ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError")),

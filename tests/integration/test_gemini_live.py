@@ -361,3 +361,19 @@ def test_instrument_patches_and_uninstrument_removes() -> None:
     with instrumented():
         assert all(isinstance(cls.__dict__[name], wrapt.FunctionWrapper) for cls, name in points)
     assert not any(isinstance(cls.__dict__[name], wrapt.FunctionWrapper) for cls, name in points)
+
+
+def test_aiohttp_connection_refused_before_headers_is_http_error_connection(rec: RecordingListener) -> None:
+    """aiohttp's own errors carry their class: a connection refused before any answer is http_error, connection."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = types.HttpOptions(base_url=f"http://127.0.0.1:{port}", timeout=READ_TIMEOUT_MS,
+                             retry_options=types.HttpRetryOptions(attempts=1))  # fmt: skip
+    client = genai.Client(api_key="x", http_options=opts)
+    assert client._api_client._use_aiohttp()
+    assert consume(client, "async-aiohttp", "completed").error is not None
+    report = rec.one()
+    assert (report.outcome, report.error_class) == (names.HTTP_ERROR, names.EC_CONNECTION)
