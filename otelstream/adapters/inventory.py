@@ -161,7 +161,7 @@ VERIFIED = {
     "anthropic": "1.0.0, 1.9.0, 1.17.0, 2.0.0, 2.7.0, 2.17.0",
     "httpx2": "2.16.2, 2.17.0",
     "httpx": "0.28.1, 0.29.0",
-    "google-genai": "3.6.1",
+    "google-genai": "1.10.0, 1.50.0, 3.6.1",
     "aiohttp": "3.14.5",
 }
 # the canary tests: each fact checked on the installed release, each patch point resolved and renamed

@@ -20,6 +20,11 @@ is not a stream). While a pull runs the call is current and ``sending`` (``wire`
 exhausted → ``eof`` (the protocol decides completed, incomplete, or cut without a finish reason); an exception →
 ``wire.classify``; ``GeneratorExit`` → the caller's close (``close_ownership.generator_closed``); its collection →
 ``gc`` (the watch on our generator, which fires before the generator's finalizer).
+
+Releases: verified live on google-genai 1.10.0, 1.50.0 and 3.6.1. Before 1.50 google-genai drops an in-band
+``{"error": …}`` object (the caller gets an empty chunk and the stream ends): such a stream reads as ``cut``, the
+error's type unknown. Before 1.10 it streams over ``requests``: no send is seen, so the times from the send are
+unknown (``wire.SEND_SEEN``).
 """
 
 from __future__ import annotations
