@@ -377,3 +377,22 @@ def test_aiohttp_connection_refused_before_headers_is_http_error_connection(rec:
     assert consume(client, "async-aiohttp", "completed").error is not None
     report = rec.one()
     assert (report.outcome, report.error_class) == (names.HTTP_ERROR, names.EC_CONNECTION)
+
+
+def test_no_send_seen_leaves_the_times_from_the_send_unknown(rec: RecordingListener,
+                                                            caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    """A transport no send hook sees (google-auth's requests session, releases before 1.10): the answer arrives with
+    t_request still the call's start, so the times from the send are unknown, never the start's guess; one WARNING."""
+    from otelstream.adapters import _patch
+    from otelstream.adapters.calls import begin_call, finish
+    from otelstream.adapters.google import wire
+
+    call = begin_call(wire.start_of(None, "m", None), scopes=(_patch.GOOGLE,))
+    assert call is not None
+    with caplog.at_level("WARNING", logger="otelstream"):
+        wire.answered(call, None)
+    finish(call, "eof")
+    report = rec.one()
+    assert set(_patch.T_REQUEST_MEASURES) <= set(report.unobserved)
+    assert report.time_to_first_event_ns is None and report.time_to_first_delta_ns is None
+    assert [r for r in caplog.records if "transport's send" in r.getMessage()]
