@@ -396,3 +396,28 @@ def test_no_send_seen_leaves_the_times_from_the_send_unknown(rec: RecordingListe
     assert set(_patch.T_REQUEST_MEASURES) <= set(report.unobserved)
     assert report.time_to_first_event_ns is None and report.time_to_first_delta_ns is None
     assert [r for r in caplog.records if "transport's send" in r.getMessage()]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_span_current_at_the_send_only(server: GeminiServer, rec: RecordingListener, mode: str) -> None:
+    """The stream's span is current during the pull that sends the request (an HTTP client span nests under it),
+    and only then: once the answer is accepted the later pulls run under the caller's own context."""
+    consume(client_for(server, mode), mode, "completed")
+    assert (rec.activations, rec.active) == (1, 0)
+
+
+def test_http_client_span_nests_under_the_stream_span(server: GeminiServer) -> None:
+    from opentelemetry.instrumentation.httpx import HTTPX2ClientInstrumentor
+
+    with instrumented() as pipe:
+        instrumentor = HTTPX2ClientInstrumentor()
+        instrumentor.instrument(tracer_provider=pipe.tracer_provider)
+        try:
+            consume(client_for(server, "sync-httpx2"), "sync-httpx2", "completed")
+        finally:
+            instrumentor.uninstrument()
+        spans = pipe.finished()
+    [stream] = [s for s in spans if (s.attributes or {}).get(names.ATTR_PROVIDER_NAME)]
+    http_spans = [s for s in spans if s is not stream]
+    assert len(http_spans) == 1 and http_spans[0].parent is not None
+    assert http_spans[0].parent.span_id == stream.context.span_id

@@ -76,6 +76,21 @@ def _begin(origin: _Origin) -> Call | None:
     return call
 
 
+def _activate(call: Call) -> object:
+    try:
+        return call.listener.activate(call.tracker.handle)
+    except Exception as exc:  # the listener's failure never reaches the caller (re-raised in strict mode)
+        _guard.report("google.activate", exc)
+        return None
+
+
+def _deactivate(call: Call, active: object) -> None:
+    try:
+        call.listener.deactivate(active)
+    except Exception as exc:
+        _guard.report("google.activate", exc)
+
+
 def _ended(call: Call, exc: BaseException | None) -> None:
     try:
         if call.tracker.ended:
@@ -102,6 +117,8 @@ def observe_sync(gen: Generator[Any, None, None], origin: _Origin) -> Iterator[A
     call.state = _PULLING
     try:
         while True:
+            unbound = not call.bound  # until the answer: our span is current at the send (the HTTP span nests)
+            active = _activate(call) if unbound else None
             token = CURRENT.set(call)
             try:
                 item = next(gen)
@@ -109,6 +126,8 @@ def observe_sync(gen: Generator[Any, None, None], origin: _Origin) -> Iterator[A
                 break
             finally:
                 CURRENT.reset(token)
+                if unbound:
+                    _deactivate(call, active)
             call.state = _BETWEEN
             call.bound = True  # an item: the answer was accepted, whether or not the answer hook saw it
             try:
@@ -143,6 +162,8 @@ async def observe_async(agen: AsyncIterator[Any], origin: _Origin) -> AsyncItera
     call.state = _PULLING
     try:
         while True:
+            unbound = not call.bound  # until the answer: our span is current at the send (the HTTP span nests)
+            active = _activate(call) if unbound else None
             token = CURRENT.set(call)
             try:
                 item = await agen.__anext__()
@@ -150,6 +171,8 @@ async def observe_async(agen: AsyncIterator[Any], origin: _Origin) -> AsyncItera
                 break
             finally:
                 CURRENT.reset(token)
+                if unbound:
+                    _deactivate(call, active)
             call.state = _BETWEEN
             call.bound = True
             try:
