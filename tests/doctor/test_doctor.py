@@ -71,7 +71,8 @@ def test_cell_holds(result: runner.Result, cell: runner.Cell) -> None:
 def test_no_patch_point_missing_and_websocket_said_not_covered(result: runner.Result) -> None:
     assert result.missing == []
     assert any(names.RESPONSES_WEBSOCKET in note and "not covered" in note for note in result.notes)
-    assert set(result.versions) == {"python", "openai", "anthropic", "httpx2", "httpx", "otelstream"}
+    assert set(result.versions) == {"python", "openai", "anthropic", "google-genai", "httpx2", "httpx", "aiohttp",
+                                    "otelstream"}
     assert all(result.versions[k] for k in ("python", "openai", "anthropic", "httpx2", "otelstream"))
 
 
