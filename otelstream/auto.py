@@ -2,7 +2,7 @@
 
 On import, configured from ``OTELSTREAM_*`` and the standard ``OTEL_*`` environment:
 
-1. instruments every installed SDK (openai, anthropic; either may be missing);
+1. instruments every installed SDK (openai, anthropic, google-genai; any may be missing);
 2. when no SDK ``TracerProvider`` is installed yet and the environment asks for trace export
    (``OTEL_TRACES_EXPORTER``, ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), installs one
    with the exporters named there (found through the SDK's ``opentelemetry_traces_exporter`` entry points); likewise
@@ -73,7 +73,7 @@ def _run(env: Mapping[str, str]) -> None:
     missing: list[str] = []
     sdks = inst.installed_sdks()
     if not sdks:
-        missing.append("an LLM SDK to observe: openai >= 2.31 and/or anthropic >= 1.0")
+        missing.append("an LLM SDK to observe: openai >= 2.31, anthropic >= 1.0 and/or google-genai >= 1.10")
     provider = tracer_provider_from_env(missing, env)
     meter_provider = meter_provider_from_env(missing, settings.otel_metrics, env)
     inst.instrument(tracer_provider=provider, meter_provider=meter_provider)

@@ -33,17 +33,26 @@ _retiring: weakref.WeakSet[Any] = weakref.WeakSet()  # uninstrumented pipelines 
 
 # "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
 # lower bounds: the oldest releases CI tests (.ci/sdk-matrix.sh)
-_SDKS = {"openai": "openai >= 2.31", "anthropic": "anthropic >= 1.0"}
+# (google-genai's import name is google.genai; google-genai >= 1.10 streams over httpx, older ones over requests)
+_SDKS = {"openai": "openai >= 2.31", "anthropic": "anthropic >= 1.0", "google.genai": "google-genai >= 1.10"}
 
 
 def installed_sdks() -> list[str]:
-    return [name for name in _SDKS if importlib.util.find_spec(name) is not None]
+    return [name for name in _SDKS if _installed(name)]
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # google.genai without the google namespace package: its parent is looked up first
+        return False
 
 
 def instrument(
     tracer_provider: Any = None, meter_provider: Any = None, registry: Any = None, **settings: Any
 ) -> None:
-    """Observe every stream the installed openai / anthropic SDKs consume (before or after they are imported).
+    """Observe every stream the installed openai / anthropic / google-genai SDKs consume (before or after they are
+    imported).
 
     ``settings`` are the keyword forms of the ``OTELSTREAM_*`` table in ``otelstream.config`` (unknown names raise
     ``TypeError``). ``enabled=False`` (or ``OTELSTREAM_ENABLED=false``) makes this a no-op."""

@@ -28,11 +28,16 @@ HTTP_STREAM_PATHS: Final = (
     ("/completions", COMPLETIONS),
     ("/responses", RESPONSES),
     ("/messages", MESSAGES),
+    (":streamGenerateContent", GENERATE_CONTENT),  # {model}:streamGenerateContent (the query, ?alt=sse, aside)
 )
 SSE_CONTENT_TYPE: Final = "text/event-stream"
 ANTHROPIC_VERSION_HEADER: Final = "anthropic-version"  # a request carrying it speaks to Anthropic
 # sent by the openai and anthropic SDKs on every request: their adapter owns the stream (or has warned it cannot)
 SDK_REQUEST_HEADER: Final = "x-stainless-lang"
+# google-genai names itself in this header on every request ("google-genai-sdk/3.6.1 gl-python/3.11.7"): its adapter
+# owns the stream (or has warned it cannot)
+GOOGLE_SDK_HEADER: Final = "x-goog-api-client"
+GOOGLE_SDK_MARK: Final = "google-genai-sdk/"
 
 # gen_ai.operation.name per surface
 OPERATION_BY_SURFACE: Final = {
@@ -135,9 +140,10 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
       "MALFORMED_FUNCTION_CALL", "MALFORMED_RESPONSE", "malformed_model_output", "malformed_tool_use"),
      ()),
     (EC_CONNECTION, (), (),
-     # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins
+     # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins;
+     # aiohttp's (google-genai's async transport): a connection refused or dropped, a body cut short
      ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
-      "ConnectionClosed")),
+      "ConnectionClosed", "ClientConnectionError", "ClientPayloadError")),
     (EC_PROTOCOL, (), (),
      # EventStreamDecodeError: a Bedrock event-stream message whose CRC or length is wrong (core/eventstream.py)
      ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError")),

@@ -43,6 +43,7 @@ Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async", "openai.resume", "openai.websocket"
 ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
 HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http/streams.py)
+GOOGLE, GOOGLE_ASYNC = "google", "google.async"  # google-genai's generate_content streams (adapters/google/)
 _SCOPE_TEXT = {
     OPENAI: "openai sync streams",
     OPENAI_ASYNC: "openai async streams",
@@ -50,6 +51,8 @@ _SCOPE_TEXT = {
     OPENAI_WEBSOCKET: "openai WebSocket-mode responses",
     ANTHROPIC: "anthropic sync streams",
     ANTHROPIC_ASYNC: "anthropic async streams",
+    GOOGLE: "google-genai sync streams",
+    GOOGLE_ASYNC: "google-genai async streams",
     HTTP: "streams seen at the HTTP client (httpx / httpx2, sync)",
     HTTP_ASYNC: "streams seen at the HTTP client (httpx / httpx2, async)",
 }

@@ -23,6 +23,9 @@ The rules, as tables below:
   pull, like a close of the body;
 - a pull that fails with a transport error after a read raised on a body closed under it ended by that close;
 - a call no generator of ours observes (its body parsed by the caller) ends at the body's close, as ``close``.
+- where the caller holds a plain generator of ours (google-genai hands out generators, not stream objects), a
+  ``GeneratorExit`` thrown into it while the stream is open is the caller's ``close()`` / ``aclose()``: its collection
+  is seen first, by the watch on it (a weak reference's callback runs before a generator's finalizer throws it).
 """
 
 from __future__ import annotations
@@ -104,6 +107,13 @@ def stream_closed(call: Call) -> None:
         finish(call, EndReason.CLOSE)
     elif verdict is Verdict.DEFER:
         call.close_asked = True
+
+
+def generator_closed(call: Call) -> None:
+    """``GeneratorExit`` reached the generator the caller holds while the stream was open: the caller closed it (a
+    collection would have ended the stream first, through the watch)."""
+    if not call.tracker.ended:
+        finish(call, EndReason.CLOSE)
 
 
 def failed_pull(call: Call, how: str) -> str:

@@ -19,11 +19,13 @@ from types import ModuleType
 from otelstream import names
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import Fact, Patch
+from otelstream.adapters.google import wire as _google_wire  # imports no SDK
 
 _SDK_SCOPES = (_patch.OPENAI, _patch.OPENAI_ASYNC, _patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
 _OPENAI = (_patch.OPENAI, _patch.OPENAI_ASYNC)
 _ANTHROPIC = (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
 _HTTP = (_patch.HTTP, _patch.HTTP_ASYNC)
+_GOOGLE = (_patch.GOOGLE, _patch.GOOGLE_ASYNC)
 
 ATTRIBUTE, CLASS, ORDER = "attribute", "class", "call order"
 
@@ -56,6 +58,13 @@ def _sse_fields(module: ModuleType) -> bool:
     sse = getattr(module, "ServerSentEvent", None)
     return sse is not None and all(isinstance(getattr(sse, name, None), property) for name in ("event", "data"))
 
+
+# google-genai's, declared where they are used (adapters/google/wire.py)
+GOOGLE_API_CLIENT, GOOGLE_CHAT_MODEL, GOOGLE_SEND_SEEN = (
+    _google_wire.API_CLIENT,
+    _google_wire.CHAT_MODEL,
+    _google_wire.SEND_SEEN,
+)
 
 # checked on the live object where it is used (an instance attribute): ``openai.sse._late_bind``
 OPENAI_STREAM_ITERATOR = Fact(
@@ -130,6 +139,20 @@ FACTS: tuple[Fact, ...] = (
          "._on_reconnecting, ._make_ws", ATTRIBUTE, None, (names.MEASURE_CALLER_CLOSE,), (_patch.OPENAI_WEBSOCKET,)),
     Fact("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id",
          ATTRIBUTE, None, (names.MEASURE_STREAM,), (_patch.OPENAI_WEBSOCKET,)),
+    # google-genai (adapters/google): the client and model a stream's start reads (without them: no server address,
+    # provider gcp.gemini unless the model or URL names a Vertex resource, no request model for a chat)
+    GOOGLE_API_CLIENT,
+    GOOGLE_CHAT_MODEL,
+    # t_request at the transport's send: checked on each stream when its answer is accepted (WARNING once, that
+    # stream's times from the send unknown)
+    GOOGLE_SEND_SEEN,
+    # a chat's stream runs the models' stream method inside its own pulls (left alone there: one report)
+    Fact("google.genai.chats", "Chat.send_message_stream pulls Models.generate_content_stream inside its pulls",
+         ORDER, None, (), _GOOGLE),
+    # each attempt's answer passes APIError.raise_for_response / raise_for_async_response before it is streamed
+    # (without it: the first item marks the stream as existing; an in-band error as the first event is http_error)
+    Fact("google.genai._api_client", "each streamed answer passes APIError.raise_for_(async_)response", ORDER, None,
+         (names.MEASURE_HTTP_ERRORS, names.MEASURE_RETRIES), _GOOGLE),
 )  # fmt: skip
 
 # the releases each library's facts were verified on: the rows of .ci/sdk-matrix.sh, and the newest CI resolves
@@ -138,6 +161,8 @@ VERIFIED = {
     "anthropic": "1.0.0, 1.9.0, 1.17.0, 2.0.0, 2.7.0, 2.17.0",
     "httpx2": "2.16.2, 2.17.0",
     "httpx": "0.28.1, 0.29.0",
+    "google-genai": "1.10.0, 1.50.0, 3.6.1",
+    "aiohttp": "3.14.5",
 }
 # the canary tests: each fact checked on the installed release, each patch point resolved and renamed
 CANARY = "tests/reliability/test_inventory.py"
@@ -147,9 +172,15 @@ def patches() -> list[Patch]:
     """Every patch point the adapters apply."""
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
     from otelstream.adapters.anthropic import sse as anthropic_sse
+    from otelstream.adapters.google import streams as google_streams
     from otelstream.adapters.http import streams as http_streams
     from otelstream.adapters.openai import sse as openai_sse
     from otelstream.adapters.openai import websocket as openai_ws
 
-    return [*openai_sse.PATCHES, *anthropic_sse.PATCHES, *openai_ws.PATCHES, *http_streams.PATCHES]
-
+    return [
+        *openai_sse.PATCHES,
+        *anthropic_sse.PATCHES,
+        *openai_ws.PATCHES,
+        *http_streams.PATCHES,
+        *google_streams.PATCHES,
+    ]

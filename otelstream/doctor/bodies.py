@@ -8,7 +8,7 @@ applied; an HTTP-level fault has no body. Pure module.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -17,6 +17,7 @@ from otelstream.demo import faults as demo_faults
 from otelstream.demo.bodies import build_events
 from otelstream.demo.events import DELTA, DONE, KEEPALIVE, TERMINAL, Event, StreamSpec, encode_sse
 from otelstream.doctor import faults as F
+from otelstream.doctor import gemini_bodies
 
 RESET: Final = "reset"
 TIMEOUT: Final = "timeout"
@@ -53,6 +54,8 @@ class Served:
 
 
 def serve(surface: str, fault: F.Fault) -> Served:
+    if surface == names.GENERATE_CONTENT and fault.name not in ("http_429", "http_503", "read_timeout"):
+        return _served(gemini_bodies.events(fault.name), fault, gemini_bodies.encode)
     if fault.name == "http_429":
         return Served(429, _error_body(surface, 429))
     if fault.name == "http_503":
@@ -68,9 +71,13 @@ def serve(surface: str, fault: F.Fault) -> Served:
         events = [e for e in events if e.kind != DONE]
     elif fault.name == "done_without_finish":
         events = [e for e in events if e.kind != TERMINAL]
+    return _served(events, fault, encode_sse)
+
+
+def _served(events: Sequence[Event], fault: F.Fault, encode: Callable[[Event], bytes]) -> Served:
     fails = {"reset": RESET, "body_timeout": TIMEOUT}.get(fault.name)
     hold = _first_delta(events) if fault.caller == F.CANCEL else None
-    return Served(events=tuple(events), fails=fails, hold_before=hold, frames=tuple(encode_sse(e) for e in events))
+    return Served(events=tuple(events), fails=fails, hold_before=hold, frames=tuple(encode(e) for e in events))
 
 
 def _renumbered(events: list[Event]) -> list[Event]:
@@ -87,6 +94,8 @@ def _renumbered(events: list[Event]) -> list[Event]:
 
 def _error_body(surface: str, status: int) -> dict[str, Any]:
     """Each provider's own error shape (as its API sends it)."""
+    if surface == names.GENERATE_CONTENT:
+        return gemini_bodies.error_object(status)
     if surface == names.MESSAGES:
         kind = "rate_limit_error" if status == 429 else "api_error"
         return {"type": "error", "error": {"type": kind, "message": "doctor"}}
@@ -184,7 +193,9 @@ def _usage(surface: str, events: Sequence[Event]) -> tuple[int | None, int | Non
         data = e.data
         if not isinstance(data, dict):
             continue
-        if surface == names.RESPONSES:
+        if surface == names.GENERATE_CONTENT:
+            usage = gemini_bodies.usage_of(data) or usage
+        elif surface == names.RESPONSES:
             found = (data.get("response") or {}).get("usage") if str(data.get("type")).startswith("response.") else None
             if found:
                 usage = (found.get("input_tokens"), found.get("output_tokens"))

@@ -88,7 +88,7 @@ async def run_async(
         return
     try:
         if caller == F.CLOSE_UNREAD:
-            await stream.close()
+            await _aclose(stream)
             watch.closed()
         elif caller == F.BREAK_CLOSE:
             n = 0
@@ -96,7 +96,7 @@ async def run_async(
                 n += 1
                 if n >= reads:
                     break
-            await stream.close()
+            await _aclose(stream)
             watch.closed()
         elif caller == F.CANCEL:
             await _cancel_while_waiting(stream, reads, holding, watch)
@@ -105,6 +105,12 @@ async def run_async(
                 watch.items += 1
     except Exception:
         return
+
+
+async def _aclose(stream: Any) -> None:
+    """The SDK stream's async ``close()``, or an async generator's ``aclose()`` (google-genai hands out those)."""
+    close = getattr(stream, "close", None) or stream.aclose
+    await close()
 
 
 async def _aread_and_drop(open_stream: Callable[[], Awaitable[Any]], reads: int) -> None:
@@ -137,4 +143,4 @@ async def _cancel_while_waiting(stream: Any, reads: int, holding: threading.Even
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
     with contextlib.suppress(Exception):
-        await stream.close()  # the application's cleanup after a cancellation; the stream has ended already
+        await _aclose(stream)  # the application's cleanup after a cancellation; the stream has ended already

@@ -24,18 +24,52 @@ SDK_BY_SURFACE: Final = {
     names.CHAT_COMPLETIONS: "openai",
     names.COMPLETIONS: "openai",
     names.MESSAGES: "anthropic",
+    names.GENERATE_CONTENT: "google.genai",
 }
-_BASE_URL: Final = {"openai": "http://otelstream-doctor.invalid/v1", "anthropic": "http://otelstream-doctor.invalid"}
+_BASE_URL: Final = {"openai": "http://otelstream-doctor.invalid/v1", "anthropic": "http://otelstream-doctor.invalid",
+                    "google.genai": "http://otelstream-doctor.invalid"}  # fmt: skip
 _PROMPT: Final = [{"role": "user", "content": "x"}]
 
 Opener = Callable[[Any, str], Any]  # (client, cell key) -> the SDK's stream (an awaitable of it on async clients)
 
 
 def installed(sdk: str) -> bool:
-    return importlib.util.find_spec(sdk) is not None
+    try:
+        return importlib.util.find_spec(sdk) is not None
+    except ImportError:  # google.genai without the google namespace package
+        return False
+
+
+class _Genai:
+    """google-genai's client as the runner uses the others: ``models`` (the async ones on an async client) and
+    ``close()`` (a coroutine on an async client). The client is held: a collected one closes its HTTP clients."""
+
+    def __init__(self, client: Any, is_async: bool) -> None:
+        self.client = client
+        self.is_async = is_async
+        self.models = client.aio.models if is_async else client.models
+
+    def close(self) -> Any:
+        return self.client.aio.aclose() if self.is_async else self.client.close()
+
+
+def _genai_client(plans: Mapping[str, Served], is_async: bool) -> _Genai:
+    """google-genai over httpx2's mock transport (its async client then uses httpx2 rather than aiohttp: aiohttp has
+    no mock transport; the live tests cover it)."""
+    import httpx2
+    from google import genai
+    from google.genai import types
+
+    transport = httpx2.MockTransport(handler(httpx2, plans, is_async=is_async))
+    http_client: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport, trust_env=False)
+    key = "httpx_async_client" if is_async else "httpx_client"
+    options = types.HttpOptions(base_url=_BASE_URL["google.genai"], timeout=5000, **{key: http_client})
+    return _Genai(genai.Client(api_key="otelstream-doctor", http_options=options), is_async)
 
 
 def make_client(sdk: str, plans: Mapping[str, Served], *, is_async: bool) -> Any:
+    if sdk == "google.genai":
+        return _genai_client(plans, is_async)
     module: ModuleType = importlib.import_module(sdk)
     http = http_library(module)
     transport = http.MockTransport(handler(http, plans, is_async=is_async))
@@ -76,9 +110,17 @@ def _messages(client: Any, key: str) -> Any:
                                   extra_headers=_headers(key))  # fmt: skip
 
 
+def _generate_content(client: Any, key: str) -> Any:
+    from google.genai import types
+
+    config = types.GenerateContentConfig(http_options=types.HttpOptions(headers=_headers(key)))
+    return client.models.generate_content_stream(model="gemini-doctor", contents="x", config=config)
+
+
 OPENERS: Final[Mapping[str, Opener]] = {
     names.RESPONSES: _responses,
     names.CHAT_COMPLETIONS: _chat,
     names.COMPLETIONS: _completions,
     names.MESSAGES: _messages,
+    names.GENERATE_CONTENT: _generate_content,
 }

@@ -17,6 +17,12 @@ ASYNC: Final = "async"
 MODES: Final = (SYNC, ASYNC)
 
 SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
+SURFACES: Final = (*SSE_SURFACES, names.GENERATE_CONTENT)
+# the faults that apply to Gemini streams too (not keepalives: Gemini sends none; not a close before reading: a
+# google-genai stream sends its request at the first pull, so one closed unread is no stream at all)
+_ALSO_GEMINI: Final = (*SSE_SURFACES, names.GENERATE_CONTENT)
+# the runtime self-check's cells on generate_content: two (its clients share google-genai's one request path)
+GEMINI_SMALL: Final = (("completed", SYNC), ("cut", ASYNC))
 _CHUNKED: Final = (names.CHAT_COMPLETIONS, names.COMPLETIONS)  # the surfaces whose end is `data: [DONE]`
 
 # How the caller consumes the stream
@@ -49,17 +55,19 @@ class Fault:
 _SDK_STOPS: Final = ("events",)
 
 FAULTS: Final = (
-    Fault("completed", "a complete answer", names.COMPLETED, anomalies=(), small=True),
+    Fault("completed", "a complete answer", names.COMPLETED, anomalies=(), small=True, surfaces=_ALSO_GEMINI),
     Fault("keepalives", "SSE comment lines (and `event: ping` on Messages) between events", names.COMPLETED,
           anomalies=()),
-    Fault("cut", "the body ends (EOF) before the terminal event", names.CUT, names.EC_CUT, small=True),
-    Fault("reset", "the connection is reset mid-body", names.TRANSPORT_ERROR, names.EC_CONNECTION, small=True),
-    Fault("body_timeout", "a read times out mid-body", names.TRANSPORT_ERROR, names.EC_TIMEOUT),
+    Fault("cut", "the body ends (EOF) before the terminal event", names.CUT, names.EC_CUT, small=True,
+          surfaces=_ALSO_GEMINI),
+    Fault("reset", "the connection is reset mid-body", names.TRANSPORT_ERROR, names.EC_CONNECTION, small=True,
+          surfaces=_ALSO_GEMINI),
+    Fault("body_timeout", "a read times out mid-body", names.TRANSPORT_ERROR, names.EC_TIMEOUT, surfaces=_ALSO_GEMINI),
     Fault("error_after_output", "an in-band error event after some output", names.ERROR, names.EC_SERVER_ERROR,
-          uncompared=_SDK_STOPS),
+          uncompared=_SDK_STOPS, surfaces=_ALSO_GEMINI),
     Fault("error_before_output", "an in-band error event before any output", names.ERROR, names.EC_SERVER_ERROR,
-          uncompared=_SDK_STOPS),
-    Fault("incomplete", "the answer is cut by a token limit", names.INCOMPLETE, anomalies=()),
+          uncompared=_SDK_STOPS, surfaces=_ALSO_GEMINI),
+    Fault("incomplete", "the answer is cut by a token limit", names.INCOMPLETE, anomalies=(), surfaces=_ALSO_GEMINI),
     Fault("failed", "response.failed", names.FAILED, names.EC_SERVER_ERROR, surfaces=(names.RESPONSES,)),
     Fault("sequence_gap", "one event lost: a sequence number skipped", names.COMPLETED,
           surfaces=(names.RESPONSES,), anomalies=(names.ANOM_SEQUENCE_GAP,)),
@@ -70,17 +78,19 @@ FAULTS: Final = (
     Fault("done_without_finish", "`data: [DONE]` ends an answer that has no finish_reason", names.COMPLETED,
           surfaces=_CHUNKED, anomalies=(names.ANOM_MISSING_FINISH_REASON,)),
     Fault("break_close", "the caller breaks after the first delta and closes", names.ABANDONED,
-          abandoned_reason=names.ABANDON_CLOSE, caller=BREAK_CLOSE, small=True),
+          abandoned_reason=names.ABANDON_CLOSE, caller=BREAK_CLOSE, small=True, surfaces=_ALSO_GEMINI),
     Fault("close", "the caller closes the stream before reading", names.ABANDONED,
           abandoned_reason=names.ABANDON_CLOSE, caller=CLOSE_UNREAD),
     Fault("cancel", "the caller's task is cancelled while it waits", names.ABANDONED,
-          abandoned_reason=names.ABANDON_CANCEL, caller=CANCEL, modes=(ASYNC,), small=True),
+          abandoned_reason=names.ABANDON_CANCEL, caller=CANCEL, modes=(ASYNC,), small=True, surfaces=_ALSO_GEMINI),
     Fault("gc", "the caller drops the stream after one event, unclosed", names.ABANDONED,
-          abandoned_reason=names.ABANDON_GC, caller=DROP),
-    Fault("http_429", "HTTP 429 before streaming", names.HTTP_ERROR, names.EC_RATE_LIMITED, caller=OPEN_FAILS),
-    Fault("http_503", "HTTP 503 before streaming", names.HTTP_ERROR, names.EC_OVERLOADED, caller=OPEN_FAILS),
+          abandoned_reason=names.ABANDON_GC, caller=DROP, surfaces=_ALSO_GEMINI),
+    Fault("http_429", "HTTP 429 before streaming", names.HTTP_ERROR, names.EC_RATE_LIMITED, caller=OPEN_FAILS,
+          surfaces=_ALSO_GEMINI),
+    Fault("http_503", "HTTP 503 before streaming", names.HTTP_ERROR, names.EC_OVERLOADED, caller=OPEN_FAILS,
+          surfaces=_ALSO_GEMINI),
     Fault("read_timeout", "the read times out before the response headers", names.HTTP_ERROR, names.EC_TIMEOUT,
-          caller=OPEN_FAILS),
+          caller=OPEN_FAILS, surfaces=_ALSO_GEMINI),
 )  # fmt: skip
 
 BY_NAME: Final = {f.name: f for f in FAULTS}

@@ -16,6 +16,12 @@ from otelstream import names
 
 _WS_BASE: Final = "openai._websocket_connection"  # WebSocket mode is observed from the release that has it
 _HTTP_LIBRARIES: Final = ("httpx", "httpx2")  # patched for every SDK's streams (the send, the body)
+# the packages whose patch points serve an SDK's streams, by its import name (google-genai's sends over aiohttp too)
+_ROOTS: Final = {"google.genai": ("google", "aiohttp")}
+
+
+def _roots(sdks: tuple[str, ...]) -> set[str]:
+    return {root for sdk in sdks for root in _ROOTS.get(sdk, (sdk.partition(".")[0],))}
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,9 @@ def import_patch_modules(sdks: tuple[str, ...]) -> None:
     at the import): a patch point the doctor's streams do not pass (WebSocket mode) is checked too."""
     from otelstream.adapters import inventory
 
+    roots = _roots(sdks)
     for module in sorted({p.module for p in inventory.patches()}):
-        if module.partition(".")[0] not in sdks:
+        if module.partition(".")[0] not in roots:
             continue
         with contextlib.suppress(Exception):  # absent in this release (found missing by the patcher), or unimportable
             if importlib.util.find_spec(module) is not None:
@@ -56,7 +63,7 @@ def missing(sdks: tuple[str, ...]) -> tuple[list[MissingPoint], list[str]]:
     notes: set[str] = set()
     ws_absent = _patch.module_absent(_WS_BASE) if importlib.util.find_spec("openai") is not None else True
     for (module, path), patch in sorted(_patch.PATCHER.missing().items()):
-        if module.partition(".")[0] not in (*sdks, *_HTTP_LIBRARIES):
+        if module.partition(".")[0] not in (*_roots(sdks), *_HTTP_LIBRARIES):
             continue
         if set(patch.scopes) == {_patch.OPENAI_WEBSOCKET} and ws_absent:
             notes.add(f"{names.RESPONSES_WEBSOCKET}: this openai release has no {_WS_BASE}, so its WebSocket mode is "

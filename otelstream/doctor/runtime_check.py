@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("otelstream")
 
-SURFACE_BY_SDK: Final = {"openai": names.CHAT_COMPLETIONS, "anthropic": names.MESSAGES}
+SURFACE_BY_SDK: Final = {"openai": names.CHAT_COMPLETIONS, "anthropic": names.MESSAGES,
+                          "google.genai": names.GENERATE_CONTENT}  # fmt: skip
 _MAX_RUN_S: Final = 10.0  # a machine so loaded that the check takes longer would only add to its load
 _SHOWN_CELLS: Final = 8  # the WARNING names at most this many cells (and says how many more)
 
@@ -68,13 +69,20 @@ def start(on_result: Callable[[int], object]) -> None:
         STATE.on_result = on_result
         STATE.stop = threading.Event()
     for sdk in SURFACE_BY_SDK:
-        if importlib.util.find_spec(sdk) is None:
+        if not _installed(sdk):
             continue
         if sdk in sys.modules:
             _queue(sdk)
         if sdk not in STATE.hooked:
             STATE.hooked.add(sdk)
             wrapt.register_post_import_hook(_imported, sdk)  # runs at once when already imported: _queue is idempotent
+
+
+def _installed(sdk: str) -> bool:
+    try:
+        return importlib.util.find_spec(sdk) is not None
+    except ImportError:  # google.genai without the google namespace package
+        return False
 
 
 def stop(timeout: float = 2.0) -> None:

@@ -37,12 +37,31 @@ def result() -> Iterator[runner.Result]:
 
 def test_every_installed_surface_sync_and_async_with_every_fault() -> None:
     surfaces = {c.surface for c in CELLS}
-    assert surfaces == set(faults.SSE_SURFACES)  # both SDKs are installed in the test environment
+    assert surfaces == set(faults.SURFACES)  # every SDK is installed in the test environment
     for surface in surfaces:
         for mode in faults.MODES:
             have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (surface, mode)}
             want = {f.name for f in faults.FAULTS if surface in f.surfaces and mode in f.modes}
-            assert have == want and len(have) >= 14, (surface, mode)
+            assert have == want and len(have) >= (12 if surface == names.GENERATE_CONTENT else 14), (surface, mode)
+
+
+def test_generate_content_cells_and_the_self_checks_couple() -> None:
+    """Gemini's rows: every fault but keepalives and a close before reading (no request is sent before the first
+    pull), and the runtime self-check adds only a couple of cells for it."""
+    gemini = {(c.fault.name, c.mode) for c in CELLS if c.surface == names.GENERATE_CONTENT}
+    assert {"keepalives", "close"}.isdisjoint(name for name, _ in gemini)
+    assert {("cut", faults.SYNC), ("cancel", faults.ASYNC), ("http_429", faults.ASYNC)} <= gemini
+    small = {(c.fault.name, c.mode) for c in runner.cells([names.GENERATE_CONTENT], small=True)}
+    assert small == set(faults.GEMINI_SMALL)
+
+
+def test_doctor_surface_generate_content_exits_0() -> None:
+    out = subprocess.run([sys.executable, "-m", "otelstream.cli", "doctor", "--surface", "generate_content", "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert {row["surface"] for row in doc["cells"]} == {names.GENERATE_CONTENT}
+    assert doc["summary"]["mismatched"] == 0 and doc["summary"]["cells"] == 25
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.key for c in CELLS])
@@ -54,7 +73,8 @@ def test_cell_holds(result: runner.Result, cell: runner.Cell) -> None:
 def test_no_patch_point_missing_and_websocket_said_not_covered(result: runner.Result) -> None:
     assert result.missing == []
     assert any(names.RESPONSES_WEBSOCKET in note and "not covered" in note for note in result.notes)
-    assert set(result.versions) == {"python", "openai", "anthropic", "httpx2", "httpx", "otelstream"}
+    assert set(result.versions) == {"python", "openai", "anthropic", "google-genai", "httpx2", "httpx", "aiohttp",
+                                    "otelstream"}
     assert all(result.versions[k] for k in ("python", "openai", "anthropic", "httpx2", "otelstream"))
 
 

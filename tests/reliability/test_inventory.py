@@ -30,6 +30,7 @@ from otelstream.adapters._patch import Fact
 from tests.adapters.test_websocket import ws_url  # noqa: F401 (a local WebSocket server, for the WebSocket facts)
 from tests.reliability.order_canaries import ORDER_CANARIES
 from tests.support.clients import anthropic_client, openai_client
+from tests.support.google_facts import GOOGLE_LIVE
 from tests.support.recording import RecordingListener
 from tests.support.sdk_features import OPENAI_WEBSOCKET_LANES, OPENAI_WEBSOCKET_OBSERVED, WITHOUT_WEBSOCKET
 
@@ -157,6 +158,7 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
     ("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id"):
         _websocket_lane,
     **ORDER_CANARIES,
+    **GOOGLE_LIVE,
 }  # fmt: skip
 UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
 

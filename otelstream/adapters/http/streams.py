@@ -92,7 +92,17 @@ def _body_facts(request: Any) -> dict[str, Any] | None:
     return body if type(body) is dict else None
 
 
-def _provider(surface: str, host: str | None, headers: Any) -> str:
+def _gemini_model(path: str) -> str | None:
+    """The model a Gemini request names in its path (``…/models/{model}:streamGenerateContent``)."""
+    head = path.rpartition(":")[0]
+    i = head.rfind("/models/")
+    return (head[i + 8 :] or None) if i >= 0 else None
+
+
+def _provider(surface: str, host: str | None, headers: Any, path: str = "") -> str:
+    if surface == names.GENERATE_CONTENT:
+        vertex = ("/projects/" in path and "/locations/" in path) or (host or "").endswith("aiplatform.googleapis.com")
+        return names.PROVIDER_VERTEX if vertex else names.PROVIDER_GEMINI
     if surface == names.MESSAGES:
         return names.PROVIDER_ANTHROPIC
     try:
@@ -118,14 +128,28 @@ def _classify(request: Any) -> tuple[str, dict[str, Any] | None] | None:
     if surface is None or str(request.method).upper() != "POST":
         return None
     headers = getattr(request, "headers", None)
-    if headers is not None and headers.get(names.SDK_REQUEST_HEADER) is not None:
+    if headers is not None and _sdk_request(headers):
         return None  # an SDK's request whose adapter could not take it (a missing patch point, already warned)
     return surface, _body_facts(request)
 
 
+def _sdk_request(headers: Any) -> bool:
+    """Whether an SDK with an adapter of its own sent the request (openai, anthropic, google-genai)."""
+    if headers.get(names.SDK_REQUEST_HEADER) is not None:
+        return True
+    client = headers.get(names.GOOGLE_SDK_HEADER)
+    return isinstance(client, str) and names.GOOGLE_SDK_MARK in client
+
+
+def _streams(surface: str, body: dict[str, Any] | None) -> bool:
+    """Whether the request asks for a stream: its body says so, or its path does (Gemini's streaming method)."""
+    return surface == names.GENERATE_CONTENT or (body is not None and body.get("stream") is True)
+
+
 def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Observed | None:
     """Start the call (the span, on the caller's thread); None when instrumentation is off."""
-    model = body.get("model")
+    url = request.url
+    model = _gemini_model(url.path) if surface == names.GENERATE_CONTENT else body.get("model")
     kwargs: dict[str, Any] = {}
     if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
         n = body.get("n")
@@ -133,11 +157,10 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Obse
             kwargs["expected_choices"] = n
         options = body.get("stream_options")
         kwargs["usage_requested"] = bool(isinstance(options, dict) and options.get("include_usage"))
-    url = request.url
     host, port = server_of(url)
     start = StreamStart(
         surface=surface,
-        provider=_provider(surface, host, getattr(request, "headers", None)),
+        provider=_provider(surface, host, getattr(request, "headers", None), url.path),
         request_model=model[:256] if isinstance(model, str) else None,
         server_address=host,
         server_port=port,
@@ -214,8 +237,8 @@ def _send_wrapper(scope: str, observed: Sender, late: LateSender) -> Wrapper:
         found = obs = None
         with _guard.guard("http_streams.begin"):
             found = _classify(request)
-            if found is not None and found[1] is not None and found[1].get("stream") is True:
-                obs = _begin(request, found[0], found[1], scope)
+            if found is not None and _streams(*found):
+                obs = _begin(request, found[0], found[1] or {}, scope)
         if obs is not None:
             return observed(obs, wrapped, args, kwargs)
         if found is None or found[1] is not None:
