@@ -137,10 +137,13 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
     (EC_CONNECTION, (), (),
      # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins
      ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
-      "ConnectionClosed")),
+      "ConnectionClosed",
+      # aiohttp's body cut or peer gone (aiobotocore); botocore's own connection-closed error
+      "ClientPayloadError", "ServerDisconnectedError", "ConnectionClosedError")),
     (EC_PROTOCOL, (), (),
      # EventStreamDecodeError: a Bedrock event-stream message whose CRC or length is wrong (core/eventstream.py)
-     ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError")),
+     ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError",
+      "ParserError")),  # botocore's event-stream framing errors (ChecksumMismatch & co.)
     (EC_CUT, (), (), ()),  # outcome cut
     (EC_OTHER, (), (), ()),  # any other bad outcome (an in-band error or response.failed with an unlisted code)
 )

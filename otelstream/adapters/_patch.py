@@ -42,6 +42,7 @@ Wrapper = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async", "openai.resume", "openai.websocket"
 ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
 HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http/streams.py)
+BEDROCK, BEDROCK_ASYNC = "bedrock", "bedrock.async"  # botocore / aiobotocore Bedrock runtime streams
 _SCOPE_TEXT = {
     OPENAI: "openai sync streams",
     OPENAI_ASYNC: "openai async streams",
@@ -49,6 +50,8 @@ _SCOPE_TEXT = {
     OPENAI_WEBSOCKET: "openai WebSocket-mode responses",
     ANTHROPIC: "anthropic sync streams",
     ANTHROPIC_ASYNC: "anthropic async streams",
+    BEDROCK: "Bedrock runtime streams (botocore, sync)",
+    BEDROCK_ASYNC: "Bedrock runtime streams (aiobotocore, async)",
     HTTP: "streams seen at the HTTP client (httpx / httpx2, sync)",
     HTTP_ASYNC: "streams seen at the HTTP client (httpx / httpx2, async)",
 }
