@@ -5,8 +5,9 @@ generator: every pull is timed, every event the caller receives goes to the trac
 is how the stream ended.
 
 botocore makes a new generator at each ``iter()`` of the same ``EventStream`` (they share one reader of the body), so
-a caller's ``break`` closes only that generator: it is no end of the stream. The stream is then between pulls: the
-caller may iterate again (observed anew), call ``close()`` (``close``), or drop it (its collection: ``gc``).
+a caller's ``break`` closes only that generator (at once when sync, later when async): it is no end of the stream.
+The stream is then between pulls: the caller may iterate again (observed too), call ``close()`` (``close``), or drop
+it (its collection: ``gc``).
 
 Each event as the tracker reads it: a ConverseStream event as botocore yields it (``{type: payload}``); an invoke
 chunk of an Anthropic model as the Messages event its bytes hold; another family's chunk as is (an unsupported
@@ -76,9 +77,7 @@ def observe_sync(gen: Iterator[Any], call: Call, owner: object) -> Iterator[Any]
             call.state = _PULLING
             tracker.t_pull = tracker.clock()
     except GeneratorExit:
-        # the caller left its loop: between pulls, and a later iter() is observed again
-        call.state = _BETWEEN
-        call.observed = False
+        # the caller left its loop (it was between pulls): no end; a later iter() is observed again
         raise
     except BaseException as exc:
         call.state = _FINISHED
@@ -99,9 +98,7 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, owner: object) -> 
             yield item
             call.state = _PULLING
             tracker.t_pull = tracker.clock()
-    except GeneratorExit:
-        call.state = _BETWEEN
-        call.observed = False
+    except GeneratorExit:  # an async loop left: its generator is closed later, maybe while another one pulls
         raise
     except BaseException as exc:
         call.state = _FINISHED
@@ -113,9 +110,10 @@ async def observe_async(agen: AsyncIterator[Any], call: Call, owner: object) -> 
 
 
 def _take(instance: Any) -> Call | None:
-    """The stream's call, when no other generator of it is observed and it has not ended."""
+    """The stream's call while it has not ended. Every generator of it is observed: they share one reader of the
+    body, so each event reaches the caller through exactly one of them."""
     call = call_on(instance)
-    if call is None or call.observed or call.tracker.ended:
+    if call is None or call.tracker.ended:
         return None
     call.observed = True
     return call
