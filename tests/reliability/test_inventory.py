@@ -249,6 +249,22 @@ def _openai_yields_pings() -> None:
     assert pings and sum(getattr(item, "type", None) == "ping" for item in items) == pings
 
 
+def _bedrock_exception_code() -> None:
+    """An exception message of the stream reaches the caller as ``EventStreamError`` with its type as the code."""
+    import boto3
+    from botocore.exceptions import EventStreamError
+
+    from tests.support.bedrock_server import BedrockServer
+
+    with BedrockServer() as server:
+        client = boto3.client(**server.client_kwargs())
+        stream = client.converse_stream(modelId="throttled", messages=[{"role": "user", "content": [{"text": "x"}]}])
+        with pytest.raises(EventStreamError) as caught:
+            for _ in stream["stream"]:
+                pass
+    assert caught.value.response["Error"]["Code"] == "throttlingException"
+
+
 _WS_CONNECTION = next(f.path for f in inventory.FACTS if f.path.startswith("WebSocketConnectionBase"))
 _HELPERS = "ChatCompletionStream._raw_stream, ResponseStream._raw_stream"
 LIVE: dict[tuple[str, str], Callable[..., None]] = {
@@ -270,6 +286,8 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
     ("openai._streaming", "Stream.__stream__ stops reading at [DONE]"): _openai_stops_at_done,
     ("anthropic._streaming", "Stream.__stream__ skips event: ping frames"): _anthropic_skips_pings,
     ("openai._streaming", "Stream.__stream__ yields event: ping frames"): _openai_yields_pings,
+    ("botocore.exceptions", "EventStreamError.response['Error']['Code'] is the exception message's type"):
+        _bedrock_exception_code,
 }  # fmt: skip
 UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
 
