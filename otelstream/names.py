@@ -499,7 +499,7 @@ TTFD_BUCKETS: Final = tuple(sorted({*DURATION_BUCKETS, 0.25, 0.5, 0.75, 1.0, 1.5
 TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, … 4**13
 
 # the response headers whose value we keep: the request id, and the rate-limit numbers below (nothing else is read)
-REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id")
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-amzn-requestid")  # (the last: AWS Bedrock)
 
 # --- rate-limit headroom: the `kind` label of otelstream_ratelimit_remaining / _limit -------------------------------
 RL_REQUESTS: Final = "requests"
