@@ -8,7 +8,14 @@ import logging
 
 from otelstream import names
 
-_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES, names.RESPONSES_WEBSOCKET)
+_SURFACES = (
+    names.RESPONSES,
+    names.CHAT_COMPLETIONS,
+    names.COMPLETIONS,
+    names.MESSAGES,
+    names.RESPONSES_WEBSOCKET,
+    names.CONVERSE,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import importlib.metadata
 import platform
 from typing import Final
 
-DISTRIBUTIONS: Final = ("openai", "anthropic", "httpx2", "httpx", "otelstream")
+DISTRIBUTIONS: Final = ("openai", "anthropic", "httpx2", "httpx", "botocore", "aiobotocore", "otelstream")
 
 
 def versions() -> dict[str, str | None]:

@@ -35,8 +35,8 @@ def result() -> Iterator[runner.Result]:
 
 def test_every_installed_surface_sync_and_async_with_every_fault() -> None:
     surfaces = {c.surface for c in CELLS}
-    assert surfaces == set(faults.SSE_SURFACES)  # both SDKs are installed in the test environment
-    for surface in surfaces:
+    assert surfaces == {*faults.SSE_SURFACES, names.CONVERSE}  # every SDK is installed in the test environment
+    for surface in faults.SSE_SURFACES:
         for mode in faults.MODES:
             have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (surface, mode)}
             want = {f.name for f in faults.FAULTS if surface in f.surfaces and mode in f.modes}
@@ -52,8 +52,27 @@ def test_cell_holds(result: runner.Result, cell: runner.Cell) -> None:
 def test_no_patch_point_missing_and_websocket_said_not_covered(result: runner.Result) -> None:
     assert result.missing == []
     assert any(names.RESPONSES_WEBSOCKET in note and "not covered" in note for note in result.notes)
-    assert set(result.versions) == {"python", "openai", "anthropic", "httpx2", "httpx", "otelstream"}
+    assert set(result.versions) == {"python", "openai", "anthropic", "httpx2", "httpx", "botocore", "aiobotocore",
+                                    "otelstream"}  # fmt: skip
     assert all(result.versions[k] for k in ("python", "openai", "anthropic", "httpx2", "otelstream"))
+
+
+def test_converse_cells_sync_and_async() -> None:
+    """Bedrock's ConverseStream through boto3 and aiobotocore, served in-process: every fault the wire has."""
+    from otelstream.doctor import bedrock_cells
+
+    for mode in faults.MODES:
+        have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (names.CONVERSE, mode)}
+        want = {name for name in bedrock_cells.FAULT_NAMES if mode in faults.BY_NAME[name].modes}
+        assert have == want and len(have) >= 11, mode
+
+
+def test_doctor_surface_converse_exits_0() -> None:
+    out = subprocess.run([sys.executable, "-m", "otelstream.cli", "doctor", "--surface", "converse", "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = json.loads(out.stdout)["cells"]
+    assert {r["surface"] for r in rows} == {names.CONVERSE} and all(r["ok"] for r in rows) and len(rows) == 23
 
 
 def _report(**fields: object) -> StreamReport:
