@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from aiobotocore.session import get_session
 
 from tests.support.bedrock_server import BedrockServer
 
@@ -111,6 +110,8 @@ async def _run_async(client: Any, op: str, model: str, action: str, seen: Seen, 
 
 
 def run_async(server: BedrockServer, op: str, model: str, action: str = "drain") -> Seen:
+    from aiobotocore.session import get_session  # here: a sync-only run (an old botocore) never imports it
+
     async def go() -> Seen:
         seen = Seen()
         first = asyncio.Event()

@@ -1,7 +1,7 @@
 """Bedrock streams observed live: the real boto3 (sync) and aiobotocore (async) clients against the stand-in server
 (tests/support/bedrock_server.py), ConverseStream and InvokeModelWithResponseStream (an Anthropic model: messages;
 a Llama one: an unsupported payload), chunked and content-length (``sized.``) bodies. Each test asserts the one
-report against what DESIGN defines for the script, and that the caller received exactly what it receives with
+report against what the contract defines for the script, and that the caller received exactly what it receives with
 otelstream off."""
 
 from __future__ import annotations
