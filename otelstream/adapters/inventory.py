@@ -180,7 +180,7 @@ VERIFIED = {
     "anthropic": "1.0.0, 1.9.0, 1.17.0, 2.0.0, 2.7.0, 2.17.0",
     "httpx2": "2.16.2, 2.17.0",
     "httpx": "0.28.1, 0.29.0",
-    "botocore": "1.43.117",
+    "botocore": "1.43.0, 1.43.117, 1.44.18 (boto3 alike; async: 1.43.117 under aiobotocore)",
     "aiobotocore": "3.10.0",
 }
 # the canary tests: each fact checked on the installed release, each patch point resolved and renamed
