@@ -181,10 +181,8 @@ def _usage(surface: str, events: Sequence[Event]) -> tuple[int | None, int | Non
                 u = data["usage"]
                 inp = usage[0]
                 if "input_tokens" in u:
-                    inp = (
-                        u["input_tokens"]
-                        + u.get("cache_read_input_tokens", 0)
-                        + u.get("cache_creation_input_tokens", 0)
+                    inp = u["input_tokens"] + u.get("cache_read_input_tokens", 0) + u.get(
+                        "cache_creation_input_tokens", 0
                     )
                 usage = (inp, u.get("output_tokens", usage[1]))
         elif data.get("usage"):

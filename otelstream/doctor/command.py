@@ -8,14 +8,8 @@ import logging
 
 from otelstream import names
 
-_SURFACES = (
-    names.RESPONSES,
-    names.CHAT_COMPLETIONS,
-    names.COMPLETIONS,
-    names.MESSAGES,
-    names.RESPONSES_WEBSOCKET,
-    names.CONVERSE,
-)
+_SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES, names.RESPONSES_WEBSOCKET,
+             names.CONVERSE)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
