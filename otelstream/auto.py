@@ -73,7 +73,10 @@ def _run(env: Mapping[str, str]) -> None:
     missing: list[str] = []
     sdks = inst.installed_sdks()
     if not sdks:
-        missing.append("an LLM SDK to observe: openai >= 2.31, anthropic >= 1.0 and/or google-genai >= 1.10")
+        missing.append(
+            "an LLM SDK to observe: openai >= 2.31, anthropic >= 1.0, google-genai >= 1.10, botocore >= 1.43 or"
+            " aiobotocore >= 3.10"
+        )
     provider = tracer_provider_from_env(missing, env)
     meter_provider = meter_provider_from_env(missing, settings.otel_metrics, env)
     inst.instrument(tracer_provider=provider, meter_provider=meter_provider)

@@ -34,7 +34,8 @@ _retiring: weakref.WeakSet[Any] = weakref.WeakSet()  # uninstrumented pipelines 
 # "any of": the instrumentor works with either SDK alone (the dependency check below is ours, not BaseInstrumentor's)
 # lower bounds: the oldest releases CI tests (.ci/sdk-matrix.sh)
 # (google-genai's import name is google.genai; google-genai >= 1.10 streams over httpx, older ones over requests)
-_SDKS = {"openai": "openai >= 2.31", "anthropic": "anthropic >= 1.0", "google.genai": "google-genai >= 1.10"}
+_SDKS = {"openai": "openai >= 2.31", "anthropic": "anthropic >= 1.0", "google.genai": "google-genai >= 1.10",
+         "botocore": "botocore >= 1.43", "aiobotocore": "aiobotocore >= 3.10"}
 
 
 def installed_sdks() -> list[str]:
@@ -51,8 +52,8 @@ def _installed(name: str) -> bool:
 def instrument(
     tracer_provider: Any = None, meter_provider: Any = None, registry: Any = None, **settings: Any
 ) -> None:
-    """Observe every stream the installed openai / anthropic / google-genai SDKs consume (before or after they are
-    imported).
+    """Observe every stream the installed openai / anthropic / google-genai / botocore / aiobotocore SDKs consume
+    (before or after they are imported).
 
     ``settings`` are the keyword forms of the ``OTELSTREAM_*`` table in ``otelstream.config`` (unknown names raise
     ``TypeError``). ``enabled=False`` (or ``OTELSTREAM_ENABLED=false``) makes this a no-op."""

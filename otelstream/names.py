@@ -143,10 +143,13 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
      # the SDKs' connection error; httpx/httpx2 transport errors (reset, refused, peer closed mid-body); builtins;
      # aiohttp's (google-genai's async transport): a connection refused or dropped, a body cut short
      ("APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "StreamError", "ConnectionError",
-      "ConnectionClosed", "ClientConnectionError", "ClientPayloadError")),
+      "ConnectionClosed", "ClientConnectionError",
+      # aiohttp's body cut or peer gone (aiobotocore, google-genai); botocore's own connection-closed error
+      "ClientPayloadError", "ServerDisconnectedError", "ConnectionClosedError")),
     (EC_PROTOCOL, (), (),
      # EventStreamDecodeError: a Bedrock event-stream message whose CRC or length is wrong (core/eventstream.py)
-     ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError")),
+     ("JSONDecodeError", "UnicodeDecodeError", "DecodingError", "EventStreamDecodeError", "ValueError",
+      "ParserError")),  # botocore's event-stream framing errors (ChecksumMismatch & co.)
     (EC_CUT, (), (), ()),  # outcome cut
     (EC_OTHER, (), (), ()),  # any other bad outcome (an in-band error or response.failed with an unlisted code)
 )
@@ -522,7 +525,7 @@ TTFD_BUCKETS: Final = tuple(sorted({*DURATION_BUCKETS, 0.25, 0.5, 0.75, 1.0, 1.5
 TOKEN_BUCKETS: Final = tuple(float(4**i) for i in range(14))  # 1, 4, 16, … 4**13
 
 # the response headers whose value we keep: the request id, and the rate-limit numbers below (nothing else is read)
-REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id")
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "x-amzn-requestid")  # (the last: AWS Bedrock)
 
 # --- rate-limit headroom: the `kind` label of otelstream_ratelimit_remaining / _limit -------------------------------
 RL_REQUESTS: Final = "requests"

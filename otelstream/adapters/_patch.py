@@ -44,6 +44,7 @@ OPENAI, OPENAI_ASYNC, OPENAI_RESUME, OPENAI_WEBSOCKET = "openai", "openai.async"
 ANTHROPIC, ANTHROPIC_ASYNC = "anthropic", "anthropic.async"
 HTTP, HTTP_ASYNC = "http", "http.async"  # the HTTP-level observer's streams (adapters/http/streams.py)
 GOOGLE, GOOGLE_ASYNC = "google", "google.async"  # google-genai's generate_content streams (adapters/google/)
+BEDROCK, BEDROCK_ASYNC = "bedrock", "bedrock.async"  # botocore / aiobotocore Bedrock runtime streams
 _SCOPE_TEXT = {
     OPENAI: "openai sync streams",
     OPENAI_ASYNC: "openai async streams",
@@ -53,6 +54,8 @@ _SCOPE_TEXT = {
     ANTHROPIC_ASYNC: "anthropic async streams",
     GOOGLE: "google-genai sync streams",
     GOOGLE_ASYNC: "google-genai async streams",
+    BEDROCK: "Bedrock runtime streams (botocore, sync)",
+    BEDROCK_ASYNC: "Bedrock runtime streams (aiobotocore, async)",
     HTTP: "streams seen at the HTTP client (httpx / httpx2, sync)",
     HTTP_ASYNC: "streams seen at the HTTP client (httpx / httpx2, async)",
 }

@@ -26,6 +26,7 @@ _OPENAI = (_patch.OPENAI, _patch.OPENAI_ASYNC)
 _ANTHROPIC = (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
 _HTTP = (_patch.HTTP, _patch.HTTP_ASYNC)
 _GOOGLE = (_patch.GOOGLE, _patch.GOOGLE_ASYNC)
+_BEDROCK = (_patch.BEDROCK, _patch.BEDROCK_ASYNC)
 
 ATTRIBUTE, CLASS, ORDER = "attribute", "class", "call order"
 
@@ -65,6 +66,33 @@ GOOGLE_API_CLIENT, GOOGLE_CHAT_MODEL, GOOGLE_SEND_SEEN = (
     _google_wire.CHAT_MODEL,
     _google_wire.SEND_SEEN,
 )
+
+
+def _api_call_arguments(module: ModuleType) -> bool:
+    """botocore's and aiobotocore's ``_make_api_call(operation_name, api_params)``: the operation and its
+    parameters, read by position or name."""
+    import inspect
+
+    cls = getattr(module, "AioBaseClient", None) or getattr(module, "BaseClient", None)
+    method = getattr(cls, "_make_api_call", None)
+    if method is None:
+        return False
+    params = list(inspect.signature(method).parameters)
+    return params[1:3] == ["operation_name", "api_params"]
+
+
+def _iter_per_call(module: ModuleType) -> bool:
+    """``EventStream.__iter__`` (``AioEventStream.__anext__``) is a generator function: each ``iter()`` makes a new
+    generator over the stream's one reader, so a caller's ``break`` closes that generator, not the stream."""
+    import inspect
+
+    cls = getattr(module, "AioEventStream", None) or getattr(module, "EventStream", None)
+    if cls is None:
+        return False
+    if cls.__name__ == "AioEventStream":
+        return inspect.isasyncgenfunction(inspect.unwrap(cls.__anext__))
+    return inspect.isgeneratorfunction(inspect.unwrap(cls.__iter__))
+
 
 # checked on the live object where it is used (an instance attribute): ``openai.sse._late_bind``
 OPENAI_STREAM_ITERATOR = Fact(
@@ -137,6 +165,21 @@ FACTS: tuple[Fact, ...] = (
     Fact("openai._websocket_connection",
          "WebSocketConnectionBase._connection.remote_address, ._intentionally_closed, ._is_reconnecting, "
          "._on_reconnecting, ._make_ws", ATTRIBUTE, None, (names.MEASURE_CALLER_CLOSE,), (_patch.OPENAI_WEBSOCKET,)),
+    # Bedrock (botocore / aiobotocore): the private call entry's arguments; the iteration's shape (a break closes one
+    # generator, not the stream: no end is reported at it); the async iteration goes through __anext__ (__aiter__
+    # returns self.__anext__(): without it the async pulls are not observed)
+    Fact("botocore.client", "BaseClient._make_api_call(operation_name, api_params)", ATTRIBUTE, _api_call_arguments,
+         (names.MEASURE_STREAM,), (_patch.BEDROCK,)),
+    Fact("aiobotocore.client", "AioBaseClient._make_api_call(operation_name, api_params)", ATTRIBUTE,
+         _api_call_arguments, (names.MEASURE_STREAM,), (_patch.BEDROCK_ASYNC,)),
+    Fact("botocore.eventstream", "EventStream.__iter__ makes a generator per iter() over one reader", ORDER,
+         _iter_per_call, (names.MEASURE_CALLER_CLOSE,), (_patch.BEDROCK,)),
+    Fact("aiobotocore.eventstream", "AioEventStream.__aiter__ returns self.__anext__(), a generator per call", ORDER,
+         _iter_per_call, (names.MEASURE_CALLER_CLOSE,), (_patch.BEDROCK_ASYNC,)),
+    # the exception the iteration raises at an exception message carries its type as response["Error"]["Code"]
+    # (ClientError's documented shape; checked by the canary): without it the in-band error's type is unknown
+    Fact("botocore.exceptions", "EventStreamError.response['Error']['Code'] is the exception message's type", ORDER,
+         None, (names.MEASURE_ERROR_CLASS,), _BEDROCK),
     Fact("openai.lib.responses_websocket._session", "ResponsesWebSocketLane._session.connection, ._state.stream_id",
          ATTRIBUTE, None, (names.MEASURE_STREAM,), (_patch.OPENAI_WEBSOCKET,)),
     # google-genai (adapters/google): the client and model a stream's start reads (without them: no server address,
@@ -163,6 +206,8 @@ VERIFIED = {
     "httpx": "0.28.1, 0.29.0",
     "google-genai": "1.10.0, 1.50.0, 3.6.1",
     "aiohttp": "3.14.5",
+    "botocore": "1.43.0, 1.43.117, 1.44.18 (boto3 alike; async: 1.43.117 under aiobotocore)",
+    "aiobotocore": "3.10.0",
 }
 # the canary tests: each fact checked on the installed release, each patch point resolved and renamed
 CANARY = "tests/reliability/test_inventory.py"
@@ -172,6 +217,7 @@ def patches() -> list[Patch]:
     """Every patch point the adapters apply."""
     # importing the adapter modules imports no SDK: the SDKs are only touched from post-import hooks
     from otelstream.adapters.anthropic import sse as anthropic_sse
+    from otelstream.adapters.bedrock import patch_points as bedrock
     from otelstream.adapters.google import streams as google_streams
     from otelstream.adapters.http import streams as http_streams
     from otelstream.adapters.openai import sse as openai_sse
@@ -183,4 +229,5 @@ def patches() -> list[Patch]:
         *openai_ws.PATCHES,
         *http_streams.PATCHES,
         *google_streams.PATCHES,
+        *bedrock.PATCHES,
     ]

@@ -10,7 +10,7 @@ import logging
 from otelstream import names
 
 _SURFACES = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES, names.RESPONSES_WEBSOCKET,
-             names.GENERATE_CONTENT)  # fmt: skip
+             names.GENERATE_CONTENT, names.CONVERSE)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

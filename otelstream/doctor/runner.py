@@ -15,6 +15,7 @@ import contextlib
 import functools
 import gc
 import importlib
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -23,7 +24,7 @@ from typing import Any, Final
 
 from otelstream import names
 from otelstream.core.report import StreamReport
-from otelstream.doctor import bodies, callers, clients, patchpoints
+from otelstream.doctor import bedrock_cells, bodies, callers, clients, patchpoints
 from otelstream.doctor import faults as F
 from otelstream.doctor.routing import CELL, DoctorListener, Routing, routed
 from otelstream.doctor.versions import versions
@@ -92,7 +93,7 @@ class Result:
 def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list[Cell]:
     """The matrix for the installed SDKs, in order: surface, mode, fault."""
     wanted = F.SURFACES if surfaces is None else tuple(s for s in F.SURFACES if s in surfaces)
-    return [
+    found = [
         Cell(surface, mode, fault)
         for surface in wanted
         if clients.installed(clients.SDK_BY_SURFACE[surface])
@@ -100,6 +101,13 @@ def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list
         for fault in F.FAULTS
         if _in_matrix(surface, mode, fault, small)
     ]
+    if (surfaces is None or names.CONVERSE in surfaces) and bedrock_cells.installed():
+        # the self-check (small) leaves aiobotocore alone unless the application imported it
+        use_async = bedrock_cells.installed_async() and (not small or "aiobotocore" in sys.modules)
+        modes = (F.SYNC, F.ASYNC) if use_async else (F.SYNC,)
+        found += [Cell(names.CONVERSE, mode, fault) for mode in modes for fault in bedrock_cells.faults()
+                  if mode in fault.modes and (fault.small or not small)]  # fmt: skip
+    return found
 
 
 def unchecked(surfaces: Sequence[str] | None, chosen: Sequence[Cell]) -> list[str]:
@@ -108,13 +116,14 @@ def unchecked(surfaces: Sequence[str] | None, chosen: Sequence[Cell]) -> list[st
         return [] if chosen else [f"every surface: no SDK installed ({', '.join(sorted(_SDKS))})"]
     ran = {c.surface for c in chosen}
     return [
-        f"{surface}: the doctor has no cells for it" if surface not in clients.SDK_BY_SURFACE else
-        f"{surface}: the {clients.SDK_BY_SURFACE[surface]} SDK is not installed"
+        f"{surface}: the doctor has no cells for it" if surface not in _SDK_OF else
+        f"{surface}: the {_SDK_OF[surface]} SDK is not installed"
         for surface in dict.fromkeys(surfaces) if surface not in ran
     ]  # fmt: skip
 
 
-_SDKS: Final = frozenset(clients.SDK_BY_SURFACE.values())
+_SDK_OF: Final = {**clients.SDK_BY_SURFACE, names.CONVERSE: "botocore"}  # converse cells: bedrock_cells
+_SDKS: Final = frozenset(_SDK_OF.values())
 
 
 def _in_matrix(surface: str, mode: str, fault: F.Fault, small: bool) -> bool:
@@ -126,10 +135,12 @@ def _in_matrix(surface: str, mode: str, fault: F.Fault, small: bool) -> bool:
     return fault.small and (surface != names.GENERATE_CONTENT or (fault.name, mode) in F.GEMINI_SMALL)
 
 
-def expected_of(cell: Cell, served: bodies.Served, items: int | None = None) -> dict[str, Any]:
+def expected_of(cell: Cell, served: bodies.Served | None, items: int | None = None) -> dict[str, Any]:
     """What the cell's report must say; ``items``: the counted events the caller received, where it drained or
     waited to be cancelled (None: all the server sent up to where the caller stopped)."""
     fault = cell.fault
+    if served is None:  # a converse cell (bedrock_cells serves it)
+        return bedrock_cells.expected(fault)
     counts = bodies.expected_counts(cell.surface, bodies.received(served, fault.caller, items))
     expected = {
         "outcome": fault.outcome,
@@ -198,7 +209,8 @@ class _Run:
 
     def __init__(self, chosen: list[Cell], stop: threading.Event | None, deadline: float | None) -> None:
         self.cells = chosen
-        self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen}
+        self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen if c.surface != names.CONVERSE}
+        self.bedrock = bedrock_cells.plans_for([c for c in chosen if c.surface == names.CONVERSE])
         self.problems: dict[str, str] = {}
         self.at_close: dict[str, int] = {}
         self.watches: dict[str, callers.Watch] = {}
@@ -266,6 +278,49 @@ class _Run:
         finally:
             await client.close()
 
+    def bedrock_sync(self, mode_cells: list[Cell], routing: Routing) -> None:
+        import boto3
+
+        client = boto3.client(**bedrock_cells.client_kwargs())
+        bedrock_cells.serve(client, self.bedrock, is_async=False)
+        for cell in mode_cells:
+            if self.stopped or not routing.intact:
+                return
+            token = CELL.set(cell.key)
+            try:
+                bedrock_cells.run_sync(client, cell.fault.caller)
+            except Exception as exc:
+                self.problems[cell.key] = f"could not run: {exc!r}"
+            finally:
+                CELL.reset(token)
+
+    async def bedrock_async(self, mode_cells: list[Cell], routing: Routing) -> None:
+        from aiobotocore.session import get_session
+
+        async with get_session().create_client(**bedrock_cells.client_kwargs()) as client:
+            bedrock_cells.serve(client, self.bedrock, is_async=True)
+            for cell in mode_cells:
+                if self.stopped or not routing.intact:
+                    return
+                token = CELL.set(cell.key)
+                try:
+                    await asyncio.wait_for(bedrock_cells.run_async(client, cell.fault.caller), _ASYNC_CELL_TIMEOUT_S)
+                except asyncio.TimeoutError:
+                    self.problems[cell.key] = f"hung: no end within {_ASYNC_CELL_TIMEOUT_S:g} s"
+                except Exception as exc:
+                    self.problems[cell.key] = f"could not run: {exc!r}"
+                finally:
+                    CELL.reset(token)
+
+    def bedrock_cells(self, routing: Routing) -> None:
+        for mode in F.MODES:
+            mode_cells = [c for c in self.cells if c.surface == names.CONVERSE and c.mode == mode]
+            if mode_cells:
+                if mode == F.SYNC:
+                    self.bedrock_sync(mode_cells, routing)
+                else:
+                    _run_loop(self.bedrock_async(mode_cells, routing))
+
 
 def run(
     surfaces: Sequence[str] | None = None,
@@ -280,7 +335,7 @@ def run(
     chosen = cells(surfaces, small=small)
     state = _Run(chosen, stop, deadline)
     result = Result(versions=versions(), notes=list(NOT_COVERED), unchecked=unchecked(surfaces, chosen))
-    sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen))
+    sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen if c.surface != names.CONVERSE))
     # the SDKs whose patch points are checked: those of the cells, and openai's when its WebSocket mode is asked
     pointed = sdks
     if names.RESPONSES_WEBSOCKET in (surfaces or ()) and clients.installed(_WEBSOCKET_SDK):
@@ -288,26 +343,34 @@ def run(
     with routed(state.listener) as routing:
         for sdk in pointed:
             importlib.import_module(sdk)
+        checked = pointed
+        if any(c.surface == names.CONVERSE for c in chosen):  # botocore's (and aiobotocore's) points too
+            converse_async = any(c.surface == names.CONVERSE and c.mode == F.ASYNC for c in chosen)
+            checked += ("botocore", "aiobotocore") if converse_async else ("botocore",)
+            for module in checked[len(pointed) :]:
+                importlib.import_module(module)
         if not small:
-            patchpoints.import_patch_modules(pointed)
+            patchpoints.import_patch_modules(checked)
         with _young_heap(any(c.fault.caller == F.DROP for c in chosen)):
             for sdk in sdks:
                 for mode in F.MODES:
-                    mode_cells = [c for c in chosen if clients.SDK_BY_SURFACE[c.surface] == sdk and c.mode == mode]
+                    mode_cells = [c for c in chosen
+                                  if clients.SDK_BY_SURFACE.get(c.surface) == sdk and c.mode == mode]  # fmt: skip
                     if not mode_cells:
                         continue
                     if mode == F.SYNC:
                         state.sync_cells(sdk, mode_cells, routing)
                     else:
                         _run_loop(state.async_cells(sdk, mode_cells, routing))
+            state.bedrock_cells(routing)
         result.interrupted = state.stopped or not routing.intact
-        missing, notes = patchpoints.missing(pointed)  # before the patches are removed: that forgets what was missing
+        missing, notes = patchpoints.missing(checked)  # before the patches are removed: that forgets what was missing
     result.missing = missing
     result.notes.extend(notes)
     result.rows = [
         compare(
             c,
-            expected_of(c, state.served[c.key], state.items(c.key)),
+            expected_of(c, state.served.get(c.key), state.items(c.key)),
             state.listener.reports_of(c.key),
             state.problems.get(c.key),
             state.at_close.get(c.key),

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("otelstream")
 
 SURFACE_BY_SDK: Final = {"openai": names.CHAT_COMPLETIONS, "anthropic": names.MESSAGES,
-                          "google.genai": names.GENERATE_CONTENT}  # fmt: skip
+                          "google.genai": names.GENERATE_CONTENT, "botocore": names.CONVERSE}  # fmt: skip
 _MAX_RUN_S: Final = 10.0  # a machine so loaded that the check takes longer would only add to its load
 _SHOWN_CELLS: Final = 8  # the WARNING names at most this many cells (and says how many more)
 

@@ -7,7 +7,8 @@ import importlib.metadata
 import platform
 from typing import Final
 
-DISTRIBUTIONS: Final = ("openai", "anthropic", "google-genai", "httpx2", "httpx", "aiohttp", "otelstream")
+DISTRIBUTIONS: Final = ("openai", "anthropic", "google-genai", "httpx2", "httpx", "aiohttp", "botocore", "aiobotocore",
+                         "otelstream")  # fmt: skip
 
 
 def versions() -> dict[str, str | None]:

@@ -20,7 +20,7 @@ from otelstream import cli, names
 from otelstream.adapters._patch import PATCHER
 from otelstream.adapters.calls import RUNTIME
 from otelstream.core.report import StreamReport, Usage
-from otelstream.doctor import clients, faults, render, runner
+from otelstream.doctor import bedrock_cells, clients, faults, render, runner
 from otelstream.doctor.routing import DoctorListener
 from tests.support.instrumented import instrumented
 from tests.support.paths import REPO
@@ -37,8 +37,8 @@ def result() -> Iterator[runner.Result]:
 
 def test_every_installed_surface_sync_and_async_with_every_fault() -> None:
     surfaces = {c.surface for c in CELLS}
-    assert surfaces == set(faults.SURFACES)  # every SDK is installed in the test environment
-    for surface in surfaces:
+    assert surfaces == {*faults.SURFACES, names.CONVERSE}  # every SDK is installed in the test environment
+    for surface in faults.SSE_SURFACES:
         for mode in faults.MODES:
             have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (surface, mode)}
             want = {f.name for f in faults.FAULTS if surface in f.surfaces and mode in f.modes}
@@ -74,8 +74,26 @@ def test_no_patch_point_missing_and_websocket_said_not_covered(result: runner.Re
     assert result.missing == []
     assert any(names.RESPONSES_WEBSOCKET in note and "not covered" in note for note in result.notes)
     assert set(result.versions) == {"python", "openai", "anthropic", "google-genai", "httpx2", "httpx", "aiohttp",
-                                    "otelstream"}
+                                    "botocore", "aiobotocore", "otelstream"}  # fmt: skip
     assert all(result.versions[k] for k in ("python", "openai", "anthropic", "httpx2", "otelstream"))
+
+
+def test_converse_cells_sync_and_async() -> None:
+    """Bedrock's ConverseStream through boto3 and aiobotocore, served in-process: every fault the wire has."""
+    from otelstream.doctor import bedrock_cells
+
+    for mode in faults.MODES:
+        have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (names.CONVERSE, mode)}
+        want = {name for name in bedrock_cells.FAULT_NAMES if mode in faults.BY_NAME[name].modes}
+        assert have == want and len(have) >= 11, mode
+
+
+def test_doctor_surface_converse_exits_0() -> None:
+    out = subprocess.run([sys.executable, "-m", "otelstream.cli", "doctor", "--surface", "converse", "--json"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rows = json.loads(out.stdout)["cells"]
+    assert {r["surface"] for r in rows} == {names.CONVERSE} and all(r["ok"] for r in rows) and len(rows) == 23
 
 
 def _report(**fields: object) -> StreamReport:
@@ -168,8 +186,9 @@ def test_a_surface_whose_sdk_is_missing_is_not_checked(monkeypatch: pytest.Monke
     out = capsys.readouterr().out
     assert f"NOT CHECKED: {names.MESSAGES}: the anthropic SDK is not installed" in out.splitlines()
     monkeypatch.setattr(clients, "installed", lambda sdk: False)
+    monkeypatch.setattr(bedrock_cells, "installed", lambda: False)
     assert cli.main(["doctor"]) == 2
-    sdks = ", ".join(sorted(set(clients.SDK_BY_SURFACE.values())))
+    sdks = ", ".join(sorted(runner._SDKS))
     assert f"NOT CHECKED: every surface: no SDK installed ({sdks})" in capsys.readouterr().out
 
 

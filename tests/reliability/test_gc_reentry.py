@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from otelstream.doctor.listener import CELL, DoctorListener, routed
 
 from otelstream import _guard, names
 from otelstream.core import state, tracker
+from otelstream.doctor.routing import CELL, DoctorListener, routed
 from tests.reliability.test_toggle_drill import _anthropic, _openai
 from tests.support.instrumented import instrumented
 

@@ -144,6 +144,22 @@ def _websocket_lane(url: str) -> None:
         assert lane._session.connection is conn and lane._state.stream_id == "x"
 
 
+def _bedrock_exception_code() -> None:
+    """An exception message of the stream reaches the caller as ``EventStreamError`` with its type as the code."""
+    import boto3
+    from botocore.exceptions import EventStreamError
+
+    from tests.support.bedrock_server import BedrockServer
+
+    with BedrockServer() as server:
+        client = boto3.client(**server.client_kwargs())
+        stream = client.converse_stream(modelId="throttled", messages=[{"role": "user", "content": [{"text": "x"}]}])
+        with pytest.raises(EventStreamError) as caught:
+            for _ in stream["stream"]:
+                pass
+    assert caught.value.response["Error"]["Code"] == "throttlingException"
+
+
 _WS_CONNECTION = next(f.path for f in inventory.FACTS if f.path.startswith("WebSocketConnectionBase"))
 _HELPERS = "ChatCompletionStream._raw_stream, ResponseStream._raw_stream"
 LIVE: dict[tuple[str, str], Callable[..., None]] = {
@@ -159,6 +175,8 @@ LIVE: dict[tuple[str, str], Callable[..., None]] = {
         _websocket_lane,
     **ORDER_CANARIES,
     **GOOGLE_LIVE,
+    ("botocore.exceptions", "EventStreamError.response['Error']['Code'] is the exception message's type"):
+        _bedrock_exception_code,
 }  # fmt: skip
 UNCHECKED = [f for f in inventory.FACTS if f.holds is None]
 

@@ -172,6 +172,10 @@ class Observed:
             else:
                 reader.payload(name, payload)  # (text from the text decoder, or None: cut at its limit)
 
+    def http_error_type(self, response: Any) -> str | None:
+        """The error type of a non-2xx answer: its status."""
+        return str(getattr(response, "status_code", "")) or None
+
     def eof(self) -> None:
         decoder = self.decoder
         self._items(decoder.finish())

@@ -43,6 +43,7 @@ from otelstream.adapters._patch import (
 )
 from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, begin_call, finish
 from otelstream.adapters.exceptions import is_cancel
+from otelstream.adapters.http import bedrock_bodies
 from otelstream.adapters.http.body import attach, is_sse, read_already, status_ok
 from otelstream.adapters.http.decoding import Observed
 from otelstream.adapters.request import header, http_send, ratelimits_of, server_of
@@ -182,7 +183,7 @@ def _send_done(obs: Observed, response: Any) -> None:
             return
         if not status_ok(response):
             obs.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
-            finish(obs.call, "http_error", str(getattr(response, "status_code", "")) or None)
+            finish(obs.call, "http_error", obs.http_error_type(response))
             return
         attach(obs, response)
         if not obs.wrapped:
@@ -239,6 +240,8 @@ def _send_wrapper(scope: str, observed: Sender, late: LateSender) -> Wrapper:
             found = _classify(request)
             if found is not None and _streams(*found):
                 obs = _begin(request, found[0], found[1] or {}, scope)
+            elif found is None:  # a Bedrock stream is named by its path, not by its body
+                obs = bedrock_bodies.begin(request, scope)
         if obs is not None:
             return observed(obs, wrapped, args, kwargs)
         if found is None or found[1] is not None:
