@@ -8,6 +8,7 @@ from otelstream import names
 from otelstream.core.errors import error_fields
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 # what an observer says an event was
@@ -68,3 +69,21 @@ def name_response(tracker: StreamState, f: dict[str, Any]) -> None:
     model = f.get("model")
     if isinstance(model, str) and model and tracker.response_model is None:
         tracker.response_model = model[:128]
+
+
+def usage_counts(tracker: StreamState, usage: object) -> tuple[dict[str, Any], Tokens] | None:
+    """The fields of a usage object and the stream's token counts they fill (usage is then seen); None when the
+    object has no fields. Every count goes through the state's check afterwards (``tracker.tokens``)."""
+    u = fields(usage)
+    if not u:
+        return None
+    tracker.usage_seen = True
+    return u, tracker.token_counts()
+
+
+def input_with_cache(tracker: StreamState, n: Tokens) -> None:
+    """The input count of a surface that reports cache reads and writes apart from the raw input: their sum, known
+    only once the raw count is (the sum too must fit every exporter, int64)."""
+    if n.usage_input_raw is not None:
+        total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
+        n.usage_input = tracker.tokens(total, "input_tokens (with cache)")

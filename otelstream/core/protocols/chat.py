@@ -24,6 +24,7 @@ from otelstream.core.protocols._fields import (
     inband_error,
     name_response,
     nonempty,
+    usage_counts,
 )
 
 if TYPE_CHECKING:
@@ -193,11 +194,10 @@ def _complete(t: StreamState) -> None:
 
 
 def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
+    got = usage_counts(t, usage)
+    if got is None:
         return
-    t.usage_seen = True
-    n = t.token_counts()
+    u, n = got
     # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     v = u.get("prompt_tokens")
     n.usage_input = t.tokens(v, "prompt_tokens")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, input_with_cache, usage_counts
 
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
@@ -114,18 +114,15 @@ def _delta_kind(delta: dict[str, Any]) -> int:
 
 
 def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
+    got = usage_counts(t, usage)
+    if got is None:
         return
-    t.usage_seen = True
-    n = t.token_counts()
+    u, n = got
     n.usage_output = t.tokens(u.get("outputTokens"), "outputTokens")
-    raw = n.usage_input_raw = t.tokens(u.get("inputTokens"), "inputTokens")
-    read = n.usage_cache_read = t.tokens(u.get("cacheReadInputTokens"), "cacheReadInputTokens")
-    write = n.usage_cache_write = t.tokens(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens")
-    if raw is not None:
-        total = raw + (read or 0) + (write or 0)
-        n.usage_input = t.tokens(total, "input_tokens (with cache)")
+    n.usage_input_raw = t.tokens(u.get("inputTokens"), "inputTokens")
+    n.usage_cache_read = t.tokens(u.get("cacheReadInputTokens"), "cacheReadInputTokens")
+    n.usage_cache_write = t.tokens(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens")
+    input_with_cache(t, n)
 
 
 def is_unsupported_payload(t: StreamState) -> bool:

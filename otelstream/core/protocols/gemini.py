@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from otelstream import names
 from otelstream.core.errors import ErrorFields, code_text, status_in_body
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, usage_counts
 
 if TYPE_CHECKING:
     from otelstream.core.state import StreamState
@@ -145,11 +145,10 @@ def _name(t: StreamState, d: dict[str, Any]) -> None:
 def _usage(t: StreamState, usage: object) -> None:
     """The counts of a ``usageMetadata``. Gemini's JSON is proto3's, which leaves out a count of 0: in a usage
     object that is present, an absent count was reported as 0 (Gemini reports no cache writes at all: unknown)."""
-    u = fields(usage)
-    if not u:
+    got = usage_counts(t, usage)
+    if got is None:
         return
-    t.usage_seen = True
-    n = t.token_counts()
+    u, n = got
     prompt = t.tokens(_get(u, "promptTokenCount", "prompt_token_count"), "promptTokenCount") or 0
     tool = t.tokens(_get(u, "toolUsePromptTokenCount", "tool_use_prompt_token_count"), "toolUsePromptTokenCount") or 0
     out = t.tokens(_get(u, "candidatesTokenCount", "candidates_token_count"), "candidatesTokenCount") or 0

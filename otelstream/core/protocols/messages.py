@@ -23,7 +23,9 @@ from otelstream.core.protocols._fields import (
     event_name,
     fields,
     inband_error,
+    input_with_cache,
     name_response,
+    usage_counts,
 )
 
 if TYPE_CHECKING:
@@ -106,11 +108,10 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: object, ev: object
 
 
 def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
+    got = usage_counts(t, usage)
+    if got is None:
         return
-    t.usage_seen = True
-    n = t.token_counts()
+    u, n = got
     # message_delta usage is cumulative: every present field replaces the previous value
     # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     out = u.get("output_tokens")
@@ -131,7 +132,4 @@ def _usage(t: StreamState, usage: object) -> None:
         thinking = fields(details).get("thinking_tokens")
         if thinking is not None:
             n.usage_reasoning = t.tokens(thinking, "thinking_tokens")
-    if n.usage_input_raw is not None:
-        total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
-        # the sum too must fit every exporter (int64)
-        n.usage_input = t.tokens(total, "input_tokens (with cache)")
+    input_with_cache(t, n)

@@ -23,6 +23,7 @@ from otelstream.core.protocols._fields import (
     inband_error,
     name_response,
     nonempty,
+    usage_counts,
 )
 
 if TYPE_CHECKING:
@@ -207,11 +208,10 @@ def _response(t: StreamState, response: object) -> None:
     usage = r.get("usage")
     if usage is None:
         return
-    u = fields(usage)
-    if not u:
+    got = usage_counts(t, usage)
+    if got is None:
         return
-    t.usage_seen = True
-    n = t.token_counts()
+    u, n = got
     # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     v = u.get("input_tokens")
     n.usage_input = t.tokens(v, "input_tokens")
