@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
@@ -71,14 +72,16 @@ def name_response(tracker: StreamState, f: dict[str, Any]) -> None:
         tracker.response_model = model[:128]
 
 
-def usage_counts(tracker: StreamState, usage: object) -> tuple[dict[str, Any], Tokens] | None:
-    """The fields of a usage object and the stream's token counts they fill (usage is then seen); None when the
-    object has no fields. Every count goes through the state's check afterwards (``tracker.tokens``)."""
+def read_usage(
+    tracker: StreamState, usage: object, counts: Callable[[StreamState, dict[str, Any], Tokens], None]
+) -> None:
+    """A usage object, read by ``counts`` (a surface's field names) into the stream's token counts; nothing when it
+    has no fields. Every count goes through the state's check (``tracker.tokens``: a plain count as is, else an
+    anomaly, or a float made int)."""
     u = fields(usage)
-    if not u:
-        return None
-    tracker.usage_seen = True
-    return u, tracker.token_counts()
+    if u:
+        tracker.usage_seen = True
+        counts(tracker, u, tracker.token_counts())
 
 
 def input_with_cache(tracker: StreamState, n: Tokens) -> None:

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, input_with_cache, usage_counts
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, input_with_cache, read_usage
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence"})
@@ -80,7 +81,7 @@ def observe_converse(t: StreamState, d: dict[str, Any], name: object, ev: object
         t.outcome_seen(names.COMPLETED, terminal=True)
         return OTHER
     if typ == "metadata":
-        _usage(t, fields(body).get("usage"))
+        read_usage(t, fields(body).get("usage"), _counts)
         return OTHER
     if typ in EXCEPTION_TYPES or typ.endswith("Exception"):
         t.error_seen((typ[:64], None, None))
@@ -113,11 +114,7 @@ def _delta_kind(delta: dict[str, Any]) -> int:
     return OTHER
 
 
-def _usage(t: StreamState, usage: object) -> None:
-    got = usage_counts(t, usage)
-    if got is None:
-        return
-    u, n = got
+def _counts(t: StreamState, u: dict[str, Any], n: Tokens) -> None:
     n.usage_output = t.tokens(u.get("outputTokens"), "outputTokens")
     n.usage_input_raw = t.tokens(u.get("inputTokens"), "inputTokens")
     n.usage_cache_read = t.tokens(u.get("cacheReadInputTokens"), "cacheReadInputTokens")
