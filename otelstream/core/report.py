@@ -215,18 +215,15 @@ class StreamReport:
 
     @property
     def time_to_first_event_s(self) -> float | None:
-        ns = self.time_to_first_event_ns
-        return None if ns is None else ns / 1e9
+        return _seconds(self.time_to_first_event_ns)
 
     @property
     def time_to_first_delta_s(self) -> float | None:
-        ns = self.time_to_first_delta_ns
-        return None if ns is None else ns / 1e9
+        return _seconds(self.time_to_first_delta_ns)
 
     @property
     def time_to_first_output_s(self) -> float | None:
-        ns = self.time_to_first_output_ns
-        return None if ns is None else ns / 1e9
+        return _seconds(self.time_to_first_output_ns)
 
     @property
     def failure_phase(self) -> str | None:
@@ -288,3 +285,8 @@ class StreamReport:
             "anomalies": [a.to_json() for a in self.anomalies],
             "anomaly_counts": dict(self.anomaly_counts),
         }
+
+
+def _seconds(ns: int | None) -> float | None:
+    """A duration in seconds from nanoseconds; None (unknown) stays None."""
+    return None if ns is None else ns / 1e9

@@ -31,8 +31,7 @@ import random
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -285,35 +284,6 @@ class FakeProvider:
         return self._stop.wait(seconds)
 
 
-@contextmanager
-def serve(
-    host: str = "127.0.0.1",
-    port: int = 0,
-    *,
-    websocket: bool = True,
-    ws_port: int = 0,
-    pacing: Pacing | None = None,
-    mix: F.FaultMix | str | Mapping[str, float] | None = None,
-    seed: int = 0,
-    tokens: tuple[int, int] = (8, 24),
-    record: bool = False,
-    log_limit: int = 10_000,
-) -> Iterator[FakeProvider]:
-    """Run a :class:`FakeProvider` for the duration of the ``with`` block (port 0: any free port)."""
-    provider = FakeProvider(
-        host,
-        port,
-        websocket=websocket,
-        ws_port=ws_port,
-        pacing=pacing,
-        mix=mix,
-        seed=seed,
-        tokens=tokens,
-        record=record,
-        log_limit=log_limit,
-    )
-    provider.start()
-    try:
-        yield provider
-    finally:
-        provider.close()
+# the provider is its own context manager: ``with serve(...) as provider`` starts it and closes it at the end (port
+# 0: any free port); one name for the constructor, so its parameters are declared once
+serve = FakeProvider

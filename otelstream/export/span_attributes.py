@@ -74,12 +74,12 @@ def request_attributes(start: StreamStart) -> Attrs:
     a: Attrs = {names.ATTR_REQUEST_STREAM: True, names.ATTR_SURFACE: start.surface}
     if start.api_type:
         a[names.ATTR_OPENAI_API_TYPE] = start.api_type
-    if start.request_max_tokens is not None:
-        a[names.ATTR_REQUEST_MAX_TOKENS] = start.request_max_tokens
-    if start.request_temperature is not None:
-        a[names.ATTR_REQUEST_TEMPERATURE] = start.request_temperature
-    if start.request_top_p is not None:
-        a[names.ATTR_REQUEST_TOP_P] = start.request_top_p
+    _put_known(
+        a,
+        (names.ATTR_REQUEST_MAX_TOKENS, start.request_max_tokens),
+        (names.ATTR_REQUEST_TEMPERATURE, start.request_temperature),
+        (names.ATTR_REQUEST_TOP_P, start.request_top_p),
+    )
     if start.request_choice_count is not None and start.request_choice_count != 1:
         a[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
     return a
@@ -101,10 +101,7 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         names.ATTR_SEQ_OUT_OF_ORDER: report.sequence.out_of_order,
     }
     # None: unknown (a patch point is missing from the SDK; the unobserved attribute names what)
-    if report.retries is not None:
-        a[names.ATTR_RETRIES] = report.retries
-    if report.keepalives is not None:
-        a[names.ATTR_KEEPALIVES] = report.keepalives
+    _put_known(a, (names.ATTR_RETRIES, report.retries), (names.ATTR_KEEPALIVES, report.keepalives))
     if report.max_keepalive_gap_ns is not None:
         a[names.ATTR_KEEPALIVE_MAX_GAP] = report.max_keepalive_gap_ns / 1e9
     if report.unobserved:
@@ -115,15 +112,15 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         a[names.ATTR_ABANDONED_REASON] = report.abandoned_reason
     if report.request_id:
         a[names.ATTR_REQUEST_ID] = report.request_id
-    if report.stream_id is not None:
-        a[names.ATTR_STREAM_ID] = report.stream_id
-    if report.time_to_first_event_s is not None:
-        a[names.ATTR_TIME_TO_FIRST_EVENT] = report.time_to_first_event_s
-    if report.time_to_first_delta_s is not None:
-        # on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk is the SDK's value
-        a[names.ATTR_TIME_TO_FIRST_DELTA] = report.time_to_first_delta_s
-    if report.time_to_first_output_s is not None:
-        a[names.ATTR_TIME_TO_FIRST_OUTPUT] = report.time_to_first_output_s
+    # the time to first delta on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk
+    # is the SDK's value
+    _put_known(
+        a,
+        (names.ATTR_STREAM_ID, report.stream_id),
+        (names.ATTR_TIME_TO_FIRST_EVENT, report.time_to_first_event_s),
+        (names.ATTR_TIME_TO_FIRST_DELTA, report.time_to_first_delta_s),
+        (names.ATTR_TIME_TO_FIRST_OUTPUT, report.time_to_first_output_s),
+    )
     if report.service_tier:
         a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
     if report.system_fingerprint:
@@ -153,9 +150,7 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         if report.time_to_first_delta_s is not None:
             a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s
         u = report.usage
-        for key, value in ((names.ATTR_USAGE_INPUT, u.input_tokens), (names.ATTR_USAGE_OUTPUT, u.output_tokens)):
-            if value is not None:
-                a[key] = value
+        _put_known(a, (names.ATTR_USAGE_INPUT, u.input_tokens), (names.ATTR_USAGE_OUTPUT, u.output_tokens))
         for key, value in (
             (names.ATTR_USAGE_CACHE_READ, u.cache_read_input_tokens),
             (names.ATTR_USAGE_CACHE_WRITE, u.cache_write_input_tokens),
@@ -166,3 +161,10 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
                 a[key] = value
     clean_attributes(a)
     return a
+
+
+def _put_known(a: Attrs, *pairs: tuple[str, AttributeValue | None]) -> None:
+    """Each attribute whose value is known, in the order given: None is unknown, and left out."""
+    for key, value in pairs:
+        if value is not None:
+            a[key] = value

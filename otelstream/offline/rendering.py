@@ -168,23 +168,20 @@ def _report_text(r: StreamReport, *, surface: bool = True) -> str:
     u = r.usage
     if u.input_tokens is not None or u.output_tokens is not None:
         tokens = f"tokens in={_n(u.input_tokens)} out={_n(u.output_tokens)}"
-        if u.cache_read_input_tokens:
-            tokens += f" cache_read={u.cache_read_input_tokens}"
-        if u.cache_write_input_tokens:
-            tokens += f" cache_write={u.cache_write_input_tokens}"
-        if u.reasoning_output_tokens:
-            tokens += f" reasoning={u.reasoning_output_tokens}"
-        parts.append(tokens)
+        parts.append(
+            tokens
+            + _nonzero(
+                ("cache_read", u.cache_read_input_tokens),
+                ("cache_write", u.cache_write_input_tokens),
+                ("reasoning", u.reasoning_output_tokens),
+            )
+        )
     s = r.sequence
     if s.first is not None:
         seq = f"seq={s.first}..{s.last}"
         if s.gaps:
             seq += f" gaps={s.gaps} skipped={s.skipped}"
-        if s.duplicates:
-            seq += f" duplicates={s.duplicates}"
-        if s.out_of_order:
-            seq += f" out_of_order={s.out_of_order}"
-        parts.append(seq)
+        parts.append(seq + _nonzero(("duplicates", s.duplicates), ("out_of_order", s.out_of_order)))
     if r.resumed:
         parts.append("resumed")
     if r.done_sentinel:
@@ -192,6 +189,11 @@ def _report_text(r: StreamReport, *, surface: bool = True) -> str:
     if r.anomaly_counts:
         parts.append("anomalies: " + ", ".join(k if c == 1 else f"{k} x{c}" for k, c in r.anomaly_counts))
     return "  ".join(parts)
+
+
+def _nonzero(*pairs: tuple[str, int | None]) -> str:
+    """`` name=value`` for each count that is neither None nor 0, in the order given."""
+    return "".join(f" {name}={value}" for name, value in pairs if value)
 
 
 def _n(value: int | None) -> str:

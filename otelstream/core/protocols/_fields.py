@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
 from otelstream.core.errors import error_fields
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 # what an observer says an event was
@@ -68,3 +70,23 @@ def name_response(tracker: StreamState, f: dict[str, Any]) -> None:
     model = f.get("model")
     if isinstance(model, str) and model and tracker.response_model is None:
         tracker.response_model = model[:128]
+
+
+def read_usage(
+    tracker: StreamState, usage: object, counts: Callable[[StreamState, dict[str, Any], Tokens], None]
+) -> None:
+    """A usage object, read by ``counts`` (a surface's field names) into the stream's token counts; nothing when it
+    has no fields. Every count goes through the state's check (``tracker.tokens``: a plain count as is, else an
+    anomaly, or a float made int)."""
+    u = fields(usage)
+    if u:
+        tracker.usage_seen = True
+        counts(tracker, u, tracker.token_counts())
+
+
+def input_with_cache(tracker: StreamState, n: Tokens) -> None:
+    """The input count of a surface that reports cache reads and writes apart from the raw input: their sum, known
+    only once the raw count is (the sum too must fit every exporter, int64)."""
+    if n.usage_input_raw is not None:
+        total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
+        n.usage_input = tracker.tokens(total, "input_tokens (with cache)")

@@ -24,9 +24,11 @@ from otelstream.core.protocols._fields import (
     inband_error,
     name_response,
     nonempty,
+    read_usage,
 )
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 _INCOMPLETE_REASONS = frozenset({"length", "content_filter", "max_tokens"})
@@ -193,12 +195,11 @@ def _complete(t: StreamState) -> None:
 
 
 def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
-        return
-    t.usage_seen = True
-    n = t.token_counts()
-    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
+    # the counts need the usage object itself besides its fields: its vendor extras
+    read_usage(t, usage, lambda t, u, n: _counts(t, usage, u, n))
+
+
+def _counts(t: StreamState, usage: object, u: dict[str, Any], n: Tokens) -> None:
     v = u.get("prompt_tokens")
     n.usage_input = t.tokens(v, "prompt_tokens")
     v = u.get("completion_tokens")

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from otelstream import names
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, input_with_cache, read_usage
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 COMPLETE_REASONS = frozenset({"end_turn", "tool_use", "stop_sequence"})
@@ -80,7 +81,7 @@ def observe_converse(t: StreamState, d: dict[str, Any], name: object, ev: object
         t.outcome_seen(names.COMPLETED, terminal=True)
         return OTHER
     if typ == "metadata":
-        _usage(t, fields(body).get("usage"))
+        read_usage(t, fields(body).get("usage"), _counts)
         return OTHER
     if typ in EXCEPTION_TYPES or typ.endswith("Exception"):
         t.error_seen((typ[:64], None, None))
@@ -113,19 +114,12 @@ def _delta_kind(delta: dict[str, Any]) -> int:
     return OTHER
 
 
-def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
-        return
-    t.usage_seen = True
-    n = t.token_counts()
+def _counts(t: StreamState, u: dict[str, Any], n: Tokens) -> None:
     n.usage_output = t.tokens(u.get("outputTokens"), "outputTokens")
-    raw = n.usage_input_raw = t.tokens(u.get("inputTokens"), "inputTokens")
-    read = n.usage_cache_read = t.tokens(u.get("cacheReadInputTokens"), "cacheReadInputTokens")
-    write = n.usage_cache_write = t.tokens(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens")
-    if raw is not None:
-        total = raw + (read or 0) + (write or 0)
-        n.usage_input = t.tokens(total, "input_tokens (with cache)")
+    n.usage_input_raw = t.tokens(u.get("inputTokens"), "inputTokens")
+    n.usage_cache_read = t.tokens(u.get("cacheReadInputTokens"), "cacheReadInputTokens")
+    n.usage_cache_write = t.tokens(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens")
+    input_with_cache(t, n)
 
 
 def is_unsupported_payload(t: StreamState) -> bool:

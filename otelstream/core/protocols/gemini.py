@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from otelstream import names
 from otelstream.core.errors import ErrorFields, code_text, status_in_body
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, read_usage
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 COMPLETE_REASONS = frozenset({"STOP"})
@@ -81,7 +82,7 @@ def observe_generate_content(t: StreamState, d: dict[str, Any], name: object, ev
                 t.outcome_seen(names.INCOMPLETE, terminal=True)
     usage = _get(d, "usageMetadata", "usage_metadata")
     if usage is not None:
-        _usage(t, usage)
+        read_usage(t, usage, _counts)
     return kind
 
 
@@ -142,14 +143,9 @@ def _name(t: StreamState, d: dict[str, Any]) -> None:
         t.response_model = model[:128]
 
 
-def _usage(t: StreamState, usage: object) -> None:
+def _counts(t: StreamState, u: dict[str, Any], n: Tokens) -> None:
     """The counts of a ``usageMetadata``. Gemini's JSON is proto3's, which leaves out a count of 0: in a usage
     object that is present, an absent count was reported as 0 (Gemini reports no cache writes at all: unknown)."""
-    u = fields(usage)
-    if not u:
-        return
-    t.usage_seen = True
-    n = t.token_counts()
     prompt = t.tokens(_get(u, "promptTokenCount", "prompt_token_count"), "promptTokenCount") or 0
     tool = t.tokens(_get(u, "toolUsePromptTokenCount", "tool_use_prompt_token_count"), "toolUsePromptTokenCount") or 0
     out = t.tokens(_get(u, "candidatesTokenCount", "candidates_token_count"), "candidatesTokenCount") or 0

@@ -23,10 +23,13 @@ from otelstream.core.protocols._fields import (
     event_name,
     fields,
     inband_error,
+    input_with_cache,
     name_response,
+    read_usage,
 )
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 # per delta type, its payload's key and what a non-empty payload is
@@ -79,7 +82,7 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: object, ev: object
         message = fields(d.get("message"))
         # the first non-empty values: a second message_start does not rename the response
         name_response(t, message)
-        _usage(t, message.get("usage"))
+        read_usage(t, message.get("usage"), _counts)
         return OTHER
     if typ == "message_delta":
         reason = fields(d.get("delta")).get("stop_reason")
@@ -87,7 +90,7 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: object, ev: object
             t.add_finish_reason(reason)
             if reason in _INCOMPLETE_REASONS:
                 t.outcome_seen(names.INCOMPLETE, terminal=False)
-        _usage(t, d.get("usage"))
+        read_usage(t, d.get("usage"), _counts)
         return OTHER
     if typ == "message_stop":
         if t.terminal:
@@ -105,14 +108,8 @@ def observe_messages(t: StreamState, d: dict[str, Any], name: object, ev: object
     return OTHER
 
 
-def _usage(t: StreamState, usage: object) -> None:
-    u = fields(usage)
-    if not u:
-        return
-    t.usage_seen = True
-    n = t.token_counts()
+def _counts(t: StreamState, u: dict[str, Any], n: Tokens) -> None:
     # message_delta usage is cumulative: every present field replaces the previous value
-    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
     out = u.get("output_tokens")
     if out is not None:
         n.usage_output = t.tokens(out, "output_tokens")
@@ -131,7 +128,4 @@ def _usage(t: StreamState, usage: object) -> None:
         thinking = fields(details).get("thinking_tokens")
         if thinking is not None:
             n.usage_reasoning = t.tokens(thinking, "thinking_tokens")
-    if n.usage_input_raw is not None:
-        total = n.usage_input_raw + (n.usage_cache_read or 0) + (n.usage_cache_write or 0)
-        # the sum too must fit every exporter (int64)
-        n.usage_input = t.tokens(total, "input_tokens (with cache)")
+    input_with_cache(t, n)

@@ -23,9 +23,11 @@ from otelstream.core.protocols._fields import (
     inband_error,
     name_response,
     nonempty,
+    read_usage,
 )
 
 if TYPE_CHECKING:
+    from otelstream.core.side_objects import Tokens
     from otelstream.core.state import StreamState
 
 _K_OTHER, _K_DELTA, _K_LIFECYCLE, _K_COMPLETED, _K_INCOMPLETE, _K_FAILED, _K_ERROR, _K_PING, _K_REASONING = range(9)
@@ -205,14 +207,11 @@ def _response(t: StreamState, response: object) -> None:
     if isinstance(tier, str) and tier:
         t.service_tier = tier[:64]
     usage = r.get("usage")
-    if usage is None:
-        return
-    u = fields(usage)
-    if not u:
-        return
-    t.usage_seen = True
-    n = t.token_counts()
-    # every count goes through the state's check (a plain count as is, else an anomaly, or a float made int)
+    if usage is not None:
+        read_usage(t, usage, _counts)
+
+
+def _counts(t: StreamState, u: dict[str, Any], n: Tokens) -> None:
     v = u.get("input_tokens")
     n.usage_input = t.tokens(v, "input_tokens")
     v = u.get("output_tokens")
