@@ -3,6 +3,7 @@ than one test folder uses."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,26 @@ from otelstream.export import Pipeline, build_pipeline
 from tests.support.paths import CAPTURES
 from tests.support.recording import RecordingListener
 from tests.support.scripted_server import ScriptedServer
+
+
+# Test modules that drive an optional cloud SDK (the [google] and [bedrock] extras; the test extra installs them):
+# where one is absent (the older-SDK rows of .ci/sdk-matrix.sh install only openai and anthropic) they are not
+# collected, and the header of the run says which and why.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "google.genai": ("integration/test_gemini_live.py", "integration/test_gemini_server_smoke.py"),
+    "boto3": ("adapters/test_bedrock_live.py", "integration/test_bedrock_server_smoke.py"),
+    "botocore": ("offline/test_cloud_captures_data.py",),
+    "aiobotocore": ("adapters/test_bedrock_install.py", "integration/test_bedrock_server_smoke.py"),
+}
+_ABSENT = sorted(m for m in _NEEDS if importlib.util.find_spec(m.partition(".")[0]) is None
+                 or importlib.util.find_spec(m) is None)  # fmt: skip
+collect_ignore = sorted({f for m in _ABSENT for f in _NEEDS[m]})
+
+
+def pytest_report_header() -> str | None:
+    if not collect_ignore:
+        return None
+    return f"not collected, {', '.join(_ABSENT)} absent: {', '.join(collect_ignore)}"
 
 
 @pytest.fixture(autouse=True)
