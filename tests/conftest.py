@@ -27,7 +27,6 @@ from tests.support.paths import CAPTURES
 from tests.support.recording import RecordingListener
 from tests.support.scripted_server import ScriptedServer
 
-
 # Test modules that drive an optional cloud SDK (the [google] and [bedrock] extras; the test extra installs them):
 # where one is absent (the older-SDK rows of .ci/sdk-matrix.sh install only openai and anthropic) they are not
 # collected, and the header of the run says which and why.
