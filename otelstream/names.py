@@ -125,7 +125,9 @@ ERROR_CLASS_TABLE: Final[tuple[tuple[str, tuple[int, ...], tuple[str, ...], tupl
      ("overloaded_error", "overloaded", "engine_overloaded", "service_unavailable", "UNAVAILABLE",
       "serviceUnavailableException", "ServiceUnavailableException"), ()),
     (EC_TIMEOUT, (408, 504), ("timeout", "timeout_error", "DEADLINE_EXCEEDED", "modelTimeoutException"),
-     ("APITimeoutError", "TimeoutException", "TimeoutError")),  # openai/anthropic, httpx/httpx2, builtin/asyncio
+     # openai/anthropic, httpx/httpx2, builtin/asyncio; aiohttp's read and connect timeouts, which subclass its
+     # ClientConnectionError (the connection row) before TimeoutError: named here so the first match is the timeout
+     ("APITimeoutError", "TimeoutException", "TimeoutError", "ServerTimeoutError")),
     (EC_AUTH, (401, 403),
      ("authentication_error", "permission_error", "invalid_api_key", "UNAUTHENTICATED", "PERMISSION_DENIED",
       "AccessDeniedException"), ()),

@@ -214,3 +214,12 @@ def test_the_sdk_exception_carries_the_body() -> None:
 )  # fmt: skip
 def test_gemini_and_bedrock_codes(code: str, klass: str) -> None:
     assert error_class(names.ERROR, code, None, None) == klass
+
+
+def test_aiohttp_timeouts_are_timeouts_and_its_cuts_connections() -> None:
+    """aiohttp's read and connect timeouts subclass its ClientConnectionError before TimeoutError: the timeout wins."""
+    aiohttp = pytest.importorskip("aiohttp")
+    assert exception_class(aiohttp.SocketTimeoutError()) == names.EC_TIMEOUT
+    assert exception_class(aiohttp.ConnectionTimeoutError()) == names.EC_TIMEOUT
+    assert exception_class(aiohttp.ClientPayloadError()) == names.EC_CONNECTION
+    assert exception_class(aiohttp.ServerDisconnectedError()) == names.EC_CONNECTION
