@@ -3,8 +3,9 @@ chunks and the exception the caller gets are the same with otelstream on, and ea
 span with its outcome.
 
 What it streams through (langchain-google-genai 4.x): google-genai's own client, ``models.generate_content_stream``
-for ``stream`` and ``aio.models.generate_content_stream`` for ``astream``; google-genai picks the transport (httpx2
-for sync, aiohttp for async when aiohttp is installed, as it is in the compat venv)."""
+for ``stream`` and ``aio.models.generate_content_stream`` for ``astream``, on the transports google-genai picks: with
+the compat pins (google-genai 2.34, the newest pydantic-ai allows) httpx for sync (3.x picks httpx2) and aiohttp for
+async (installed here by litellm; without it httpx)."""
 
 from __future__ import annotations
 
