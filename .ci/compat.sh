@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI: the frameworks people stream through (tests/compat), each against the scripted server on 127.0.0.1, with and
 # without otelstream. Pinned releases in a throwaway venv in a temporary directory (or COMPAT_VENV, kept), so the
-# main `[test]` venv stays free of them (there tests/compat skips). About 3.5 minutes of CPU (install and 130 tests),
-# measured as 15 minutes of wall time on a 2-core machine shared with other builds (docs/frameworks.md).
+# main `[test]` venv stays free of them (there tests/compat skips). About 3.5 minutes: 1.5 to install, 1.5 to run
+# (on a quiet 2-core machine; 15 minutes when it was shared with other builds).
 #
 # Not here, because pip cannot install them beside openai >= 3.42 (the oldest release otelstream supports):
 # - instructor: every release pins jiter < 0.15 (1.17.0) or openai < 3, and openai 3.42+ needs jiter >= 0.16.
