@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: the frameworks people stream through (tests/compat), each against the scripted server on 127.0.0.1, with and
 # without otelstream. Pinned releases in a throwaway venv in a temporary directory (or COMPAT_VENV, kept), so the
-# main `[test]` venv stays free of them (there tests/compat skips). About 2 minutes: 1.5 to install, 1 to run.
+# main `[test]` venv stays free of them (there tests/compat skips). About 3.5 minutes: 1.5 to install, 1.5 to run
+# (on a quiet 2-core machine; 15 minutes when it was shared with other builds).
 #
 # Not here, because pip cannot install them beside openai >= 3.42 (the oldest release otelstream supports):
 # - instructor: every release pins jiter < 0.15 (1.17.0) or openai < 3, and openai 3.42+ needs jiter >= 0.16.
@@ -13,14 +14,20 @@ cd "$(dirname "$0")/.."
 FRAMEWORKS=(
   "langchain-openai==1.8.1"
   "langchain-anthropic==1.7.10"
+  "langchain-google-genai==4.4.3"
+  "langchain-aws==1.9.1"  # ChatBedrockConverse
   "openai-agents==0.24.0"
-  "pydantic-ai-slim[openai,anthropic]==2.78.0"  # pydantic-ai without the other providers' SDKs
+  "pydantic-ai-slim[openai,anthropic,google,bedrock]==2.78.0"  # pydantic-ai with just these providers' SDKs
   "litellm==1.110.2"
   "llama-index-llms-openai==0.1.27"
 )
 # The SDK (and HTTP client) releases these were verified with (the main run tests the newest SDKs,
 # .ci/oldest-sdks.sh the oldest).
-SDKS=("openai==3.63.0" "anthropic==2.17.0" "httpx==0.28.1")  # httpx: litellm's own client (the SDKs use httpx2)
+# google-genai: 2.34.0, not the newest 3.x, because pydantic-ai-slim[google] 2.78.0 requires google-genai < 3.
+# No aiobotocore: none of these frameworks streams through it (langchain-aws and pydantic-ai run sync boto3 on
+# worker threads for their async calls).
+SDKS=("openai==3.63.0" "anthropic==2.17.0" "google-genai==2.34.0" "boto3==1.43.117" "botocore==1.43.117"
+      "httpx==0.28.1")  # httpx: litellm's own client and google-genai 2.x's sync one (the other SDKs use httpx2)
 
 if [ -n "${COMPAT_VENV:-}" ]; then
   VENV="$COMPAT_VENV"
@@ -40,8 +47,9 @@ pip install -q --no-compile -e . "${SDKS[@]}" "${FRAMEWORKS[@]}" \
 echo "compat: installed in ${SECONDS}s"
 python - <<'PY'
 from importlib.metadata import version
-names = ["openai", "anthropic", "langchain-openai", "langchain-anthropic", "openai-agents", "pydantic-ai-slim",
-         "litellm", "llama-index-llms-openai"]
+names = ["openai", "anthropic", "google-genai", "botocore", "langchain-openai", "langchain-anthropic",
+         "langchain-google-genai", "langchain-aws", "openai-agents", "pydantic-ai-slim", "litellm",
+         "llama-index-llms-openai"]
 print("compat:", ", ".join(f"{n} {version(n)}" for n in names))
 PY
 # the frameworks must not reach the network from CI: litellm's cost map comes from its own package
