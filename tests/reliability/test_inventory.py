@@ -188,6 +188,8 @@ def test_every_fact_has_a_canary() -> None:
 @pytest.mark.parametrize("fact", UNCHECKED, ids=[_id(f) for f in UNCHECKED])
 def test_live_fact_holds(fact: Fact, request: pytest.FixtureRequest) -> None:
     check = LIVE[(fact.module, fact.path)]
+    if not _installed(fact.module):  # a cloud SDK's facts where its extra is not installed (older-SDK CI rows)
+        pytest.skip(f"{fact.module} is not installed here")
     if fact.module.startswith("openai._websocket") or fact.module.startswith("openai.lib.responses_websocket"):
         if not OPENAI_WEBSOCKET_OBSERVED:
             pytest.skip(WITHOUT_WEBSOCKET)
