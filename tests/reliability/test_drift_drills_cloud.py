@@ -327,8 +327,11 @@ def _end_early(client: Any, mode: str, action: str, listener: RecordingListener)
 
 
 def _gemini_cells() -> list[Any]:
+    """Every transport under the read-ahead (it sits on the transport's reads); the lookahead sits above them, so
+    one async transport (the default) is enough there."""
     return [pytest.param(shape, mode, action, script, id=f"{shape}-{mode}-{action}-{script}")
-            for shape in GEMINI_SHAPES for mode in GEMINI_MODES for action, script in GEMINI_CELLS]  # fmt: skip
+            for shape in GEMINI_SHAPES for mode in GEMINI_MODES for action, script in GEMINI_CELLS
+            if not (shape == "lookahead" and mode == "async-httpx2")]  # fmt: skip
 
 
 @pytest.mark.parametrize(("shape", "mode", "action", "script"), _gemini_cells())
