@@ -49,7 +49,8 @@ EXPECT: dict[str, Expect] = {
     "error": Expect(names.ERROR, names.EC_SERVER_ERROR, "INTERNAL", deltas=1),
     "error_exhausted": Expect(names.ERROR, names.EC_RATE_LIMITED, "RESOURCE_EXHAUSTED", deltas=1),
     "max_tokens": Expect(names.INCOMPLETE, finish=("MAX_TOKENS",), usage=(5, 2), deltas=2),
-    "safety": Expect(names.INCOMPLETE, finish=("SAFETY",), usage=(6, None)),
+    # usageMetadata omits a count that is zero (proto3 JSON): no candidate, 0 tokens came out
+    "safety": Expect(names.INCOMPLETE, finish=("SAFETY",), usage=(6, 0)),
     "http_429": Expect(names.HTTP_ERROR, names.EC_RATE_LIMITED, "RESOURCE_EXHAUSTED", named=False),
     "http_503": Expect(names.HTTP_ERROR, names.EC_OVERLOADED, "UNAVAILABLE", named=False),
     "stall": Expect(names.TRANSPORT_ERROR, names.EC_TIMEOUT, deltas=1),

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from otelstream import _guard, names
-from otelstream.core import state, tracker
+from otelstream.core import state, stream_end
 from otelstream.doctor.routing import CELL, DoctorListener, routed
 from tests.reliability.test_toggle_drill import _anthropic, _openai
 from tests.support.instrumented import instrumented
@@ -26,7 +26,7 @@ from tests.support.instrumented import instrumented
 # the locks an application stream's end takes (the side object, first call wins, an internal error's record)
 LOCKS: dict[str, Callable[[], Any]] = {
     "side object": lambda: state._RARE_LOCK,
-    "end": lambda: tracker._END_LOCK,
+    "end": lambda: stream_end._END_LOCK,
     "internal error record": lambda: _guard._lock,
 }
 
@@ -70,7 +70,7 @@ def test_a_doctor_stream_dropped_under_a_held_lock_is_recorded(lock: str) -> Non
     """The doctor's listener assembles its streams' reports at their end, on the ending thread: a collection during
     another assembly, or while the listener records one, ends and records the dropped stream too."""
     listener = DoctorListener()
-    held = tracker._REPORT_LOCK if lock == "report assembly" else listener._lock
+    held = stream_end._REPORT_LOCK if lock == "report assembly" else listener._lock
     gc.collect()
     with routed(listener):
         token = CELL.set("dropped")
