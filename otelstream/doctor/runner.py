@@ -24,13 +24,12 @@ from typing import Any, Final
 
 from otelstream import names
 from otelstream.core.report import StreamReport
-from otelstream.doctor import bedrock_cells, bodies, callers, clients, patchpoints
+from otelstream.doctor import bedrock_cells, bodies, callers, clients, patchpoints, private_loop
 from otelstream.doctor import faults as F
 from otelstream.doctor.routing import CELL, DoctorListener, Routing, routed
 from otelstream.doctor.versions import versions
 
 _ASYNC_CELL_TIMEOUT_S: Final = 5.0  # a cell that hangs (a cancellation swallowed) is a mismatch, not a hung doctor
-_SETTLE_S: Final = 2.0  # how long the closes left running when a loop's cells are done may take before a cancel
 NOT_COVERED: Final = (
     f"{names.RESPONSES_WEBSOCKET}: not covered (WebSocket mode needs a socket server; its patch points are checked)",
 )
@@ -319,7 +318,7 @@ class _Run:
                 if mode == F.SYNC:
                     self.bedrock_sync(mode_cells, routing)
                 else:
-                    _run_loop(self.bedrock_async(mode_cells, routing))
+                    private_loop.run_loop(self.bedrock_async(mode_cells, routing))
 
 
 def run(
@@ -361,7 +360,7 @@ def run(
                     if mode == F.SYNC:
                         state.sync_cells(sdk, mode_cells, routing)
                     else:
-                        _run_loop(state.async_cells(sdk, mode_cells, routing))
+                        private_loop.run_loop(state.async_cells(sdk, mode_cells, routing))
             state.bedrock_cells(routing)
         result.interrupted = state.stopped or not routing.intact
         missing, notes = patchpoints.missing(checked)  # before the patches are removed: that forgets what was missing
@@ -393,42 +392,3 @@ def _young_heap(needed: bool) -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-def _run_loop(main: Any) -> None:
-    """A private event loop on this thread, closed only once nothing of its own is left running.
-
-    A stream the matrix abandoned sits in a reference cycle (the SDK's stream and its generator); a collection, on
-    any thread and at any time, hands each of its generators to asyncio's finalizer, which closes it in a task of
-    this loop. Started as the last cell ends, such a task outlives a loop closed at once and is destroyed pending
-    (``Task was destroyed but it is pending!``, in the middle of the application's output). So the cycles are
-    collected here, while the loop runs, and the loop closes only after those tasks and the generators still open
-    have finished."""
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(main)
-        gc.collect()  # this loop's dropped streams are finalized now, on this thread: their closes are ours to await
-        loop.run_until_complete(_settle())
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(_settle())
-    finally:
-        loop.close()
-
-
-async def _settle() -> None:
-    """Wait for every other task of this loop to end (the finalizer's closes are scheduled, not yet started: yield
-    once first); after ``_SETTLE_S``, cancel what is left, as ``asyncio.run`` does, and wait for that."""
-    await asyncio.sleep(0)
-    me = asyncio.current_task()
-    deadline = time.monotonic() + _SETTLE_S
-    while True:
-        left = [t for t in asyncio.all_tasks() if t is not me]
-        if not left:
-            return
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            for task in left:
-                task.cancel()
-            await asyncio.gather(*left, return_exceptions=True)
-            return
-        await asyncio.wait(left, timeout=remaining)

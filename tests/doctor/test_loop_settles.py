@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = textwrap.dedent(
     """
     import asyncio, gc, sys
-    from otelstream.doctor.runner import _run_loop
+    from otelstream.doctor.private_loop import run_loop
 
     async def body():
         try:
@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent(
         gc.collect()
 
     for _ in range(int(sys.argv[1])):
-        _run_loop(last_cell())
+        run_loop(last_cell())
     gc.collect()
     """
 )
