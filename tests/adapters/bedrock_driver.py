@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 
-from tests.support.bedrock_server import BedrockServer
+from tests.support.bedrock_server import PAUSE_S, BedrockServer
 
 MSGS: Any = [{"role": "user", "content": [{"text": "hi"}]}]
 READ_TIMEOUT_S = 0.8
@@ -118,7 +118,9 @@ def run_async(server: BedrockServer, op: str, model: str, action: str = "drain")
         async with get_session().create_client(**server.client_kwargs(read_timeout=READ_TIMEOUT_S)) as client:
             task = asyncio.ensure_future(_run_async(client, op, model, action, seen, first))
             if action == "cancel":
+                # into the script's pause: what came before it is read whatever the TCP segments, then the cancel
                 await first.wait()
+                await asyncio.sleep(PAUSE_S / 4)
                 task.cancel()
             try:
                 await task
@@ -135,5 +137,6 @@ def sync_client(server: BedrockServer) -> Any:
     return boto3.client(**server.client_kwargs(read_timeout=READ_TIMEOUT_S))
 
 
-def run(server: BedrockServer, client: Any, mode: str, op: str, model: str, action: str = "drain") -> Seen:
-    return run_sync(client, op, model, action) if mode == "sync" else run_async(server, op, model, action)
+def run(server: BedrockServer, mode: str, op: str, model: str, action: str = "drain") -> Seen:
+    """Each run on a client of its own, sync or async: a connection a cut body left in a pool is not the next run's."""
+    return run_sync(sync_client(server), op, model, action) if mode == "sync" else run_async(server, op, model, action)

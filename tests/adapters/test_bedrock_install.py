@@ -3,8 +3,6 @@ one Bedrock stream makes exactly one span and one series, and ``uninstrument()``
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiobotocore.client
 import aiobotocore.eventstream
 import botocore.client
@@ -17,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 import otelstream
 from otelstream import names
-from tests.adapters.bedrock_driver import run, sync_client
+from tests.adapters.bedrock_driver import run
 from tests.support.bedrock_server import PAUSE_S, BedrockServer
 
 POINTS = [
@@ -64,10 +62,9 @@ def test_one_stream_one_span_one_series(
     tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter, registry: CollectorRegistry, mode: str
 ) -> None:
     with BedrockServer() as server:
-        client: Any = sync_client(server)
         otelstream.instrument(tracer_provider=tracer_provider, registry=registry)
         try:
-            seen = run(server, client, mode, "converse", "pause")
+            seen = run(server, mode, "converse", "pause")
             otelstream.flush()
         finally:
             otelstream.uninstrument()

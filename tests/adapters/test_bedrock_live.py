@@ -34,16 +34,16 @@ def client(server: BedrockServer) -> Any:
 
 
 def observed(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, op: str, model: str, action: str = "drain"
+    rec: RecordingListener, server: BedrockServer, mode: str, op: str, model: str, action: str = "drain"
 ) -> tuple[StreamReport, Seen]:
     """Run instrumented, then with otelstream off: the caller's view must not differ; the one report."""
-    seen = run(server, client, mode, op, model, action)
+    seen = run(server, mode, op, model, action)
     if action == "drop":
         gc.collect()
     report = rec.one()
     assert len(rec.started) == 1
     adapters.uninstall()
-    bare = run(server, client, mode, op, model, action)
+    bare = run(server, mode, op, model, action)
     assert seen.caller_view() == bare.caller_view()
     gc.collect()
     assert len(rec.reports) == 1  # nothing more, whatever is collected later
@@ -107,10 +107,10 @@ def _cases(scripts: dict[str, Any]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("script", "body"), _cases(CONVERSE))
 @pytest.mark.parametrize("mode", MODES)
 def test_converse(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, script: str, body: str
+    rec: RecordingListener, server: BedrockServer, mode: str, script: str, body: str
 ) -> None:
     model = script if body == "chunked" else f"sized.{script}"
-    r, seen = observed(rec, server, client, mode, "converse", model)
+    r, seen = observed(rec, server, mode, "converse", model)
     assert r.surface == names.CONVERSE
     _common(r, server, model)
     _expect(r, SIZED_RESET if model == "sized.reset" else CONVERSE[script])
@@ -137,9 +137,9 @@ def test_converse(
 @pytest.mark.parametrize("op", ["converse", "invoke"])
 @pytest.mark.parametrize("mode", MODES)
 def test_http_errors(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, op: str, script: str
+    rec: RecordingListener, server: BedrockServer, mode: str, op: str, script: str
 ) -> None:
-    r, seen = observed(rec, server, client, mode, op, script)
+    r, seen = observed(rec, server, mode, op, script)
     klass, error_type = HTTP[script]
     assert (r.outcome, r.error_class, r.error_type) == (names.HTTP_ERROR, klass, error_type)
     assert r.request_id == REQUEST_ID and r.events == 0
@@ -149,10 +149,10 @@ def test_http_errors(
 @pytest.mark.parametrize(("script", "body"), _cases(INVOKE))
 @pytest.mark.parametrize("mode", MODES)
 def test_invoke_anthropic(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, script: str, body: str
+    rec: RecordingListener, server: BedrockServer, mode: str, script: str, body: str
 ) -> None:
     model = f"anthropic.{script}" if body == "chunked" else f"sized.{script}"  # sized: the body names the family
-    r, seen = observed(rec, server, client, mode, "invoke", model)
+    r, seen = observed(rec, server, mode, "invoke", model)
     assert r.surface == names.MESSAGES
     _common(r, server, model)
     _expect(r, SIZED_RESET if model == "sized.reset" else INVOKE[script])
@@ -168,11 +168,11 @@ def test_invoke_anthropic(
 @pytest.mark.parametrize("script", ["completed", "cut", "max_tokens"])
 @pytest.mark.parametrize("mode", MODES)
 def test_invoke_other_family(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, script: str
+    rec: RecordingListener, server: BedrockServer, mode: str, script: str
 ) -> None:
     """A Llama model's chunks: counted, not read; the outcome is the transport's (a clean end completes it)."""
     model = f"meta.{script}"
-    r, seen = observed(rec, server, client, mode, "invoke", model)
+    r, seen = observed(rec, server, mode, "invoke", model)
     assert r.surface == names.CONVERSE
     _common(r, server, model)
     assert (r.outcome, r.error_class) == (names.COMPLETED, None)
@@ -194,10 +194,10 @@ ACTIONS = {
 @pytest.mark.parametrize("op", ["converse", "invoke"])
 @pytest.mark.parametrize("mode", MODES)
 def test_caller_ends(
-    rec: RecordingListener, server: BedrockServer, client: Any, mode: str, op: str, action: str
+    rec: RecordingListener, server: BedrockServer, mode: str, op: str, action: str
 ) -> None:
     model = "completed" if op == "converse" else "anthropic.completed"
-    r, seen = observed(rec, server, client, mode, op, model, action)
+    r, seen = observed(rec, server, mode, op, model, action)
     assert (r.outcome, r.abandoned_reason) == ACTIONS[action], r
     assert r.error_class is None and seen.error is None
 
@@ -207,20 +207,20 @@ def test_task_cancel(rec: RecordingListener, server: BedrockServer, op: str) -> 
     """The caller's task is cancelled while it waits for the first delta (after messageStart: aiobotocore hands
     each chunk over as it comes)."""
     model = "pause" if op == "converse" else "anthropic.pause"
-    r, seen = observed(rec, server, None, "async", op, model, "cancel")
+    r, seen = observed(rec, server, "async", op, model, "cancel")
     assert (r.outcome, r.abandoned_reason, r.error_class) == (names.ABANDONED, names.ABANDON_CANCEL, None)
     assert seen.error == "CancelledError" and r.deltas == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_message_stop_without_metadata(rec: RecordingListener, server: BedrockServer, client: Any, mode: str) -> None:
+def test_message_stop_without_metadata(rec: RecordingListener, server: BedrockServer, mode: str) -> None:
     model = server.add_stream([
         event("messageStart", {"role": "assistant"}),
         event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
         event("contentBlockStop", {"contentBlockIndex": 0}),
         event("messageStop", {"stopReason": "end_turn"}),
     ])  # fmt: skip
-    r, _ = observed(rec, server, client, mode, "converse", model)
+    r, _ = observed(rec, server, mode, "converse", model)
     assert (r.outcome, r.deltas) == (names.COMPLETED, 1)
     assert dict(r.anomaly_counts).get(names.ANOM_USAGE_MISSING) == 1
     assert r.usage.input_tokens is None

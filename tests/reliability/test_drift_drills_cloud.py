@@ -42,7 +42,6 @@ from google.genai import _api_client, models
 
 from otelstream import adapters, names
 from tests.adapters.bedrock_driver import run as bedrock_run
-from tests.adapters.bedrock_driver import sync_client
 from tests.adapters.test_bedrock_live import ACTIONS as BEDROCK_ACTIONS
 from tests.adapters.test_bedrock_live import CONVERSE
 from tests.integration.test_gemini_live import EXPECT, client_for
@@ -221,11 +220,6 @@ def bedrock() -> Iterator[BedrockServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def boto(bedrock: BedrockServer) -> Any:
-    return sync_client(bedrock)
-
-
 BEDROCK_CELLS = [*(("drain", s) for s in ("completed", "cut", "error", "reset")),
                  *((a, "completed") for a in ("break_close", "close_unread", "drop"))]  # fmt: skip
 
@@ -240,13 +234,13 @@ def _bedrock_cells() -> list[Any]:
 
 
 @pytest.mark.parametrize(("shape", "mode", "action", "script"), _bedrock_cells())
-def test_bedrock_cell(monkeypatch: pytest.MonkeyPatch, bedrock: BedrockServer, boto: Any, shape: str, mode: str,
+def test_bedrock_cell(monkeypatch: pytest.MonkeyPatch, bedrock: BedrockServer, shape: str, mode: str,
                       action: str, script: str) -> None:  # fmt: skip
     _reshape(monkeypatch, BEDROCK_SHAPES[shape]())
     listener = RecordingListener()
     adapters.install(listener)
     try:
-        seen = bedrock_run(bedrock, boto, mode, "converse", script, action)
+        seen = bedrock_run(bedrock, mode, "converse", script, action)
         if action == "close_unread" or action == "break_close":
             assert len(listener.reports) == 1, "a caller's close is reported as it returns"
         if action == "drop":

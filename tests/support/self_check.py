@@ -19,17 +19,26 @@ from otelstream.export import self_check_gauge as gauge
 def fresh_self_check() -> Iterator[None]:
     """As in a new process: no SDK checked yet, no result published, no measure doubted (the check runs once per
     process)."""
-    runtime_check.stop()
+    _ended()
     runtime_check.STATE = runtime_check._State()
     gauge.reset()
     doubted.reset()
     try:
         yield
     finally:
-        runtime_check.stop()
+        _ended()
         runtime_check.STATE = runtime_check._State()
         gauge.reset()
         doubted.reset()
+
+
+def _ended(timeout: float = 30.0) -> None:
+    """Stopped, and its thread gone: ``stop()`` waits 2 s, and a cell mid-way through a first import of an SDK on a
+    loaded machine outlives that; the next test must not count that thread as its own."""
+    runtime_check.stop()
+    for thread in self_check_threads():
+        thread.join(timeout)
+        assert not thread.is_alive(), f"the self-check did not end within {timeout:g} s of its stop"
 
 
 def wait_for_self_check(timeout: float = 30.0) -> None:
