@@ -68,6 +68,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # one Date for every response: SDK errors quote the headers, and two runs compared must not differ by a second
+        return "Mon, 07 Dec 2026 00:00:00 GMT"
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
