@@ -82,7 +82,7 @@ def require_aws(target: Target) -> None:
         raise ProbeError(f"target {target.name!r}: AWS configuration: {exc}") from None
     if not region:
         raise ProbeError(f"target {target.name!r}: surface converse needs an AWS region: --region, region in the "
-                         "file, or AWS_REGION")  # fmt: skip
+                         "file, or AWS_DEFAULT_REGION")  # fmt: skip
     if credentials is None and not os.environ.get(BEDROCK_TOKEN_ENV):
         raise ProbeError(f"target {target.name!r}: {_NO_CREDENTIALS}")
 

@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key (default: "
                      "the SDK's own, OPENAI_API_KEY / ANTHROPIC_API_KEY / GOOGLE_API_KEY or GEMINI_API_KEY, when "
                      "set); not for converse, which signs with the AWS credential chain")  # fmt: skip
-    one.add_argument("--region", help="converse: the AWS region (default: the AWS chain's, AWS_REGION or the "
+    one.add_argument("--region", help="converse: the AWS region (default: the AWS chain's, AWS_DEFAULT_REGION or the "
                      "profile's)")  # fmt: skip
     one.add_argument("--name", help="the target's name, the probe_name label (default: host-surface)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file of [[target]] tables (docs/probe.md)")

@@ -86,7 +86,7 @@ class Target:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     requests: int = DEFAULT_REQUESTS
     every: float | None = None
-    region: str | None = None  # converse: the AWS region (else the AWS chain's: AWS_REGION, the profile)
+    region: str | None = None  # converse: the AWS region (else the AWS chain's: AWS_DEFAULT_REGION, the profile)
 
     @property
     def sdk(self) -> str:
