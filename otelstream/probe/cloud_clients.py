@@ -1,9 +1,9 @@
 """The probe's clients and requests for the two cloud surfaces, through the real SDKs as a service calls them:
 
 - ``generate_content``: google-genai's async client (``client.aio``, on the transport it picks: aiohttp when
-  installed, else httpx), the Gemini API at the target's base URL, ``generate_content_stream`` with
-  ``max_output_tokens``; one attempt (``HttpRetryOptions(attempts=1)``: without it google-genai retries a failed
-  connection on its own).
+  installed, else httpx), the Gemini API at the target's base URL, or Vertex AI when the target names a project
+  (signed with Google's Application Default Credentials), ``generate_content_stream`` with ``max_output_tokens``;
+  one attempt (``HttpRetryOptions(attempts=1)``: without it google-genai retries a failed connection on its own).
 - ``converse``: boto3's ``bedrock-runtime`` client at the target's endpoint URL, ``converse_stream`` with
   ``inferenceConfig.maxTokens``, signed with the AWS credential chain; one attempt (``total_max_attempts=1``). boto3
   has no async client, so each request runs on a thread of the client's own pool, exactly as a threaded service
@@ -22,11 +22,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from otelstream.probe.config import MAX_CONCURRENCY, ProbeError, Secrets, Target
+from otelstream.probe.config import MAX_CONCURRENCY, VERTEX_LOCATION, ProbeError, Secrets, Target
 
 BEDROCK_SERVICE: Final = "bedrock-runtime"
 # botocore's bearer-token variable for Bedrock (its signing name, "bedrock"): a credential of the AWS chain too
 BEDROCK_TOKEN_ENV: Final = "AWS_BEARER_TOKEN_BEDROCK"
+GOOGLE_SCOPE: Final = "https://www.googleapis.com/auth/cloud-platform"  # what google-genai asks ADC for
 _NO_CREDENTIALS: Final = ("no AWS credentials found: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
                           f"or {BEDROCK_TOKEN_ENV}, or run where a role provides them")  # fmt: skip
 
@@ -43,8 +44,13 @@ class GeminiClient:
                                    "headers": dict(secrets.headers)}  # fmt: skip
         if "retry_options" in types.HttpOptions.model_fields:  # older releases have no retry of their own
             options["retry_options"] = types.HttpRetryOptions(attempts=1)
-        # vertexai=False: the Gemini API whatever GOOGLE_GENAI_USE_VERTEXAI says
-        self.client = genai.Client(api_key=secrets.api_key, vertexai=False, http_options=types.HttpOptions(**options))
+        http_options = types.HttpOptions(**options)
+        if target.vertex:
+            location = target.location or VERTEX_LOCATION
+            self.client = genai.Client(vertexai=True, project=target.project, location=location,
+                                       credentials=google_credentials(target), http_options=http_options)  # fmt: skip
+        else:  # vertexai=False: the Gemini API whatever GOOGLE_GENAI_USE_VERTEXAI says
+            self.client = genai.Client(api_key=secrets.api_key, vertexai=False, http_options=http_options)
 
     async def close(self) -> None:
         aclose = getattr(self.client.aio, "aclose", None)
@@ -65,6 +71,22 @@ async def gemini_stream(client: GeminiClient, target: Target, prompt: str) -> No
     async with contextlib.aclosing(stream):  # a cancelled request closes the generator the caller holds
         async for _ in stream:
             pass
+
+
+def google_credentials(target: Target) -> Any:
+    """Application Default Credentials for a Vertex AI target (``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's, the
+    instance's), or a ``ProbeError``; they are refreshed by google-genai when it sends."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        credentials, _ = google.auth.default(scopes=[GOOGLE_SCOPE])
+    except DefaultCredentialsError as exc:  # google-auth's reason names files and fields, never their values
+        reason = " ".join(str(exc).split())[:200]
+        raise ProbeError(f"target {target.name!r}: no Google Application Default Credentials ({reason}): set "
+                         "GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or run where "
+                         "a service account provides them") from None  # fmt: skip
+    return credentials
 
 
 # --- boto3 ----------------------------------------------------------------------------------------------------------

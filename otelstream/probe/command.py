@@ -23,7 +23,7 @@ from otelstream import names
 from otelstream.probe import config as C
 from otelstream.probe.config import ProbeError, RunOptions, Target
 
-_SINGLE = ("base_url", "surface", "model", "api_key_env", "region", "name")
+_SINGLE = ("base_url", "surface", "model", "api_key_env", "region", "project", "location", "name")
 
 
 def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -80,6 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "set); not for converse, which signs with the AWS credential chain")  # fmt: skip
     one.add_argument("--region", help="converse: the AWS region (default: the AWS chain's, AWS_DEFAULT_REGION or the "
                      "profile's)")  # fmt: skip
+    one.add_argument("--project", help="generate_content on Vertex AI: the Google Cloud project (signed with "
+                     "Application Default Credentials)")  # fmt: skip
+    one.add_argument("--location", help=f"with --project: the Vertex AI location (default {C.VERTEX_LOCATION})")
     one.add_argument("--name", help="the target's name, the probe_name label (default: host-surface)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file of [[target]] tables (docs/probe.md)")
     parser.add_argument("--requests", type=_int(1, C.MAX_REQUESTS), default=None, metavar="N",
@@ -133,8 +136,13 @@ def targets_of(args: argparse.Namespace) -> list[Target]:
         base_url = C.check_base_url(args.base_url, args.surface)
         key = "--model"
         model = C.check_model(args.model)
+        key = "--project"
+        project = None if args.project is None else C.check_project(args.project, args.surface)
+        key = "--location"
+        location = None if args.location is None else C.check_location(args.location, project)
         key = "--api-key-env"
-        api_key_env = None if args.api_key_env is None else C.check_api_key_env(args.api_key_env, args.surface)
+        api_key_env = None if args.api_key_env is None else C.check_api_key_env(args.api_key_env, args.surface,
+                                                                                project)  # fmt: skip
         key = "--region"
         region = None if args.region is None else C.check_region(args.region, args.surface)
         key = "--name"
@@ -143,7 +151,7 @@ def targets_of(args: argparse.Namespace) -> list[Target]:
     except ValueError as exc:
         raise ProbeError(f"{key}: {exc}") from None
     return [Target(name=name, base_url=base_url, surface=args.surface, model=model, api_key_env=api_key_env,
-                   region=region, **defaults)]  # fmt: skip
+                   region=region, project=project, location=location, **defaults)]  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,14 @@
     model = "anthropic.claude-3-haiku-20240307-v1:0"
     region = "us-east-1"               # credentials: the AWS chain, never a key in the file
 
+    [[target]]
+    name = "vertex"
+    base_url = "https://us-central1-aiplatform.googleapis.com"
+    surface = "generate_content"
+    model = "gemini-2.5-flash"
+    project = "my-project"             # Vertex AI, with Application Default Credentials
+    location = "us-central1"
+
 A bad file is one ``ProbeError`` naming the file, the line and the key. Keys and header values are read from the
 environment when the clients are made (``secrets``), never stored in a ``Target`` nor printed.
 """
@@ -42,7 +50,7 @@ else:  # pragma: no cover - Python 3.10: the backport, a conditional dependency
 
 TABLE: Final = "target"  # the array of tables, [[target]]
 KEYS: Final = ("name", "base_url", "surface", "model", "api_key_env", "headers_env", "max_output_tokens", "requests",
-               "every", "region")  # fmt: skip
+               "every", "region", "project", "location")  # fmt: skip
 REQUIRED: Final = ("name", "base_url", "surface", "model")
 # Bounds: a probe is a few small requests, never a load test.
 MAX_REQUESTS: Final = 100
@@ -53,6 +61,7 @@ MIN_EVERY_S: Final = 1.0
 MAX_NAME_LENGTH: Final = 64  # the label value's own cap (model_label_max_length): a longer name would be cut
 DEFAULT_REQUESTS: Final = 5
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 32
+VERTEX_LOCATION: Final = "global"  # google-genai's own default location
 # the SDK module each surface is sent through, and the otelstream extra that installs it
 SDK_BY_SURFACE: Final = {
     names.RESPONSES: "openai", names.RESPONSES_WEBSOCKET: "openai", names.CHAT_COMPLETIONS: "openai",
@@ -67,6 +76,7 @@ CONVENTIONAL_KEY_ENV: Final = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANT
 NO_KEY: Final = "otelstream-probe-no-key"  # sent when no key variable is set: servers without auth ignore it
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PROJECT = re.compile(r"[a-z0-9][a-z0-9.:-]{0,62}[a-z0-9]\Z")
 _REGION = re.compile(r"[a-z][a-z0-9-]{1,30}[a-z0-9]\Z")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP token (RFC 9110)
 
@@ -87,6 +97,12 @@ class Target:
     requests: int = DEFAULT_REQUESTS
     every: float | None = None
     region: str | None = None  # converse: the AWS region (else the AWS chain's: AWS_DEFAULT_REGION, the profile)
+    project: str | None = None  # generate_content: a Google Cloud project makes it Vertex AI (signed with ADC)
+    location: str | None = None  # with project: its Vertex AI location (default VERTEX_LOCATION)
+
+    @property
+    def vertex(self) -> bool:
+        return self.project is not None
 
     @property
     def sdk(self) -> str:
@@ -144,10 +160,10 @@ def secrets(target: Target, environ: Mapping[str, str] | None = None) -> Secrets
         key = env.get(target.api_key_env, "")
         if not key:
             raise ProbeError(f"target {target.name!r}: api_key_env {target.api_key_env} is not set")
-    elif target.sdk in CONVENTIONAL_KEY_ENV:
+    elif target.sdk in CONVENTIONAL_KEY_ENV and not target.vertex:
         key = next((env[v] for v in CONVENTIONAL_KEY_ENV[target.sdk] if env.get(v)), NO_KEY)
     else:
-        key = ""  # converse: signed with the AWS chain's credentials
+        key = ""  # converse and Vertex AI: signed with the AWS chain's or Google's default credentials
     headers: dict[str, str] = {}
     for header, var in target.headers_env:
         value = env.get(var)
@@ -182,7 +198,26 @@ def check_region(value: object, surface: str) -> str:
     return value
 
 
-def check_api_key_env(value: object, surface: str) -> str:
+def check_project(value: object, surface: str) -> str:
+    if surface != names.GENERATE_CONTENT:
+        raise ValueError(f"only surface {names.GENERATE_CONTENT} takes a project (Vertex AI)")
+    if not isinstance(value, str) or not _PROJECT.match(value):
+        raise ValueError("a Google Cloud project id is needed (lower-case letters, digits, -, . and :)")
+    return value
+
+
+def check_location(value: object, project: str | None) -> str:
+    if project is None:
+        raise ValueError("a location needs a project (Vertex AI)")
+    if not isinstance(value, str) or not _REGION.match(value):
+        raise ValueError("a Vertex AI location is needed (lower-case letters, digits and -, e.g. us-central1)")
+    return value
+
+
+def check_api_key_env(value: object, surface: str, project: str | None = None) -> str:
+    if project is not None:
+        raise ValueError("a Vertex AI target (project) signs with Google's Application Default Credentials: no "
+                         "api_key_env")  # fmt: skip
     if surface == names.CONVERSE:
         raise ValueError("surface converse signs with the AWS credential chain (AWS_PROFILE, AWS_ACCESS_KEY_ID and "
                          "AWS_SECRET_ACCESS_KEY, a role, AWS_BEARER_TOKEN_BEDROCK): no api_key_env")  # fmt: skip
@@ -307,9 +342,15 @@ def _target(table: dict[str, Any], index: int, lines: _Lines, path: str, default
         values[key] = check_base_url(table[key], values["surface"])
         key = "model"
         values[key] = check_model(table[key])
+        key = "project"
+        if key in table:
+            values[key] = check_project(table[key], values["surface"])
+        key = "location"
+        if key in table:
+            values[key] = check_location(table[key], values.get("project"))
         key = "api_key_env"
         if key in table:
-            values[key] = check_api_key_env(table[key], values["surface"])
+            values[key] = check_api_key_env(table[key], values["surface"], values.get("project"))
         key = "region"
         if key in table:
             values[key] = check_region(table[key], values["surface"])

@@ -74,9 +74,12 @@ def require_sdk(target: Target) -> Any:
 
 
 def require_credentials(target: Target) -> None:
-    """What the SDK needs beside a key, checked before anything is sent: converse's AWS region and credentials."""
+    """What the SDK needs beside a key, checked before anything is sent: converse's AWS region and credentials,
+    Vertex AI's Application Default Credentials."""
     if target.surface == names.CONVERSE:
         cloud_clients.require_aws(target)
+    elif target.vertex:
+        cloud_clients.google_credentials(target)
 
 
 def _has_websocket_mode() -> bool:

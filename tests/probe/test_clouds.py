@@ -287,6 +287,30 @@ def test_the_monitor_counts_both_surfaces_by_probe_name(gemini: G.GeminiServer, 
     assert all(r["verdict"]["ok"] is (r["name"] == "gemini") for r in rounds)
 
 
+@pytest.mark.parametrize("script", ["completed", "cut"])
+def test_vertex_ai_with_application_default_credentials(script: str, gemini: G.GeminiServer, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A project makes the target Vertex AI: the request goes to the project's and location's path, signed with the
+    token google-auth got for the service account named by GOOGLE_APPLICATION_CREDENTIALS."""
+    pytest.importorskip("cryptography")
+    from tests.probe import google_adc
+
+    with google_adc.TokenServer() as tokens:
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS",
+                           str(google_adc.service_account_file(tmp_path, tokens.url)))  # fmt: skip
+        before = len(gemini.requests)
+        rc, target = _probe(GEMINI, gemini.base_url, script, "--project", google_adc.PROJECT, "--location",
+                            "europe-west4")  # fmt: skip
+        assert tokens.grants == 1
+    want = CASES[GEMINI, script]
+    row = target["rows"][0]
+    assert rc == want.strict_rc and (row["outcome"], row["deltas"]) == (want.outcome, want.deltas), row
+    (sent,) = gemini.requests[before:]
+    assert sent.path.startswith(f"/v1beta1/projects/{google_adc.PROJECT}/locations/europe-west4/publishers/google/"
+                                f"models/{script}:streamGenerateContent")  # fmt: skip
+    assert sent.headers["authorization"] == f"Bearer {google_adc.TOKEN}" and "x-goog-api-key" not in sent.headers
+
+
 # --- refusals ---------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("argv", "said"), [
     (["--surface", "converse", "--api-key-env", "AWS_SECRET_ACCESS_KEY"],
@@ -295,6 +319,11 @@ def test_the_monitor_counts_both_surfaces_by_probe_name(gemini: G.GeminiServer, 
     (["--surface", "converse", "--region", "US East"], "--region: an AWS region name is needed"),
     (["--surface", "converse", "--base-url", "bedrock.example"], "--base-url: an absolute http/https URL"),
     (["--surface", "gemini"], "argument --surface: invalid choice"),
+    (["--surface", "converse", "--project", "p-1"], "--project: only surface generate_content takes a project"),
+    (["--surface", "generate_content", "--location", "us-central1"], "--location: a location needs a project"),
+    (["--surface", "generate_content", "--project", "Bad Project"], "--project: a Google Cloud project id"),
+    (["--surface", "generate_content", "--project", "p-1", "--api-key-env", "K"],
+     "--api-key-env: a Vertex AI target (project) signs with Google's Application Default Credentials"),
 ])  # fmt: skip
 def test_bad_values_are_refused_in_one_line(argv: list[str], said: str) -> None:
     base = {"--base-url": "http://127.0.0.1:9", "--model": "m"}
@@ -321,11 +350,28 @@ def test_a_converse_target_without_region_or_credentials_is_refused_before_sendi
     assert len(bedrock.requests) == before
 
 
+def test_a_vertex_target_without_default_credentials_is_refused_before_sending(gemini: G.GeminiServer,
+                                                                               tmp_path: Path) -> None:  # fmt: skip
+    """No key file, no gcloud credentials, not on Google Cloud (NO_GCE_CHECK: the metadata server is not asked)."""
+    before = len(gemini.requests)
+    env = {"GOOGLE_APPLICATION_CREDENTIALS": "", "CLOUDSDK_CONFIG": str(tmp_path), "NO_GCE_CHECK": "true"}
+    run = probe_cli("--base-url", gemini.base_url, "--surface", "generate_content", "--model", "completed",
+                    "--project", "p-1", env=env)  # fmt: skip
+    assert run.rc == 2 and run.out == "", run
+    assert run.err.startswith("otelstream probe: target '127.0.0.1-generate_content': no Google Application Default "
+                              "Credentials (") and run.err.count("\n") == 1, run.err  # fmt: skip
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in run.err and "Traceback" not in run.err
+    assert len(gemini.requests) == before
+
+
 def test_a_bad_cloud_target_in_a_file_names_its_line(tmp_path: Path) -> None:
     head = '[[target]]\nname = "b"\nbase_url = "http://h"\nsurface = "converse"\nmodel = "m"\n'
-    for extra, line, said in (('api_key_env = "K"\n', 6, "target[0] key 'api_key_env': surface converse signs"),
-                              ('region = "Mars 1"\n', 6, "target[0] key 'region': an AWS region name"),
-                              ('regoin = "us-east-1"\n', 6, "target[0] key 'regoin': unknown key")):  # fmt: skip
+    for extra, line, said in (
+        ('api_key_env = "K"\n', 6, "target[0] key 'api_key_env': surface converse signs"),
+        ('region = "Mars 1"\n', 6, "target[0] key 'region': an AWS region name"),
+        ('regoin = "us-east-1"\n', 6, "target[0] key 'regoin': unknown key"),
+        ('project = "p-1"\n', 6, "target[0] key 'project': only surface generate_content"),
+    ):
         path = tmp_path / "p.toml"
         path.write_text(head + extra)
         run = run_probe("--config", str(path))
@@ -333,6 +379,9 @@ def test_a_bad_cloud_target_in_a_file_names_its_line(tmp_path: Path) -> None:
     path.write_text(head.replace("converse", "generate_content") + 'region = "us-east-1"\n')
     run = run_probe("--config", str(path))
     assert run.rc == 2 and "key 'region': only surface converse takes a region" in run.err, run.err
+    path.write_text(head.replace("converse", "generate_content") + 'location = "us-central1"\n')
+    run = run_probe("--config", str(path))
+    assert run.rc == 2 and "key 'location': a location needs a project" in run.err, run.err
 
 
 @pytest.mark.parametrize(("surface", "module", "extra"), [(GEMINI, "google.genai", "google"),
