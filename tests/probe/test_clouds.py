@@ -186,6 +186,20 @@ def test_the_deadline_ends_a_bedrock_stream_that_keeps_trickling(bedrock: B.Bedr
     assert 4 <= row["deltas"] < 40
 
 
+@pytest.mark.usefixtures("aws")
+def test_bedrock_requests_run_side_by_side_on_the_client_s_threads(bedrock: B.BedrockServer) -> None:
+    """--concurrency 3 on boto3's pool of threads: every request is sent once and reported, in order, each with its
+    own wait before the first delta (none reads another's report)."""
+    before = len(bedrock.requests)
+    run = run_probe("--base-url", bedrock.base_url, "--surface", "converse", "--model", "pause", "--region",
+                    "us-east-1", "--requests", "3", "--concurrency", "3", "--json")  # fmt: skip
+    assert run.rc == 0, run.err
+    target = run.json()["targets"][0]
+    assert [(r["request"], r["outcome"]) for r in target["rows"]] == [(i, names.COMPLETED) for i in (1, 2, 3)]
+    assert len(bedrock.requests) - before == 3
+    assert all(r["time_to_first_delta_s"] >= B.PAUSE_S - 0.05 for r in target["rows"])
+
+
 def _config(tmp_path: Path, gemini: G.GeminiServer, bedrock: B.BedrockServer, every: str = "") -> Path:
     path = tmp_path / "probes.toml"
     path.write_text(f"""
