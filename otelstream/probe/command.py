@@ -180,7 +180,7 @@ def _run(targets: list[Target], options: RunOptions, args: argparse.Namespace, m
     from otelstream.probe import requests
     from otelstream.probe.observe import Session
 
-    for target in targets:  # a missing SDK or AWS credentials are argument errors, said before any request
+    for target in targets:  # a missing SDK or missing cloud credentials: argument errors, before any request
         requests.require_sdk(target)
         requests.require_credentials(target)
     session = Session([t.surface for t in targets], serve=args.serve)

@@ -32,8 +32,9 @@ WS_TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "re
 # past the SDK's own timeout: a single wait that long fails in the SDK (a timeout, what the row should say), so the
 # probe's overall bound only ends streams that keep trickling
 DEADLINE_GRACE_S: Final = 1.0
-_QUIET: Final = ("openai", "anthropic", "httpx", "httpx2", "httpcore", "websockets", "google_genai", "aiohttp",
-                  "boto3", "botocore", "urllib3")  # fmt: skip
+# botocore's DEBUG output holds each request's signed headers
+_QUIET: Final = ("openai", "anthropic", "httpx", "httpx2", "httpcore", "websockets", "google_genai", "google.auth",
+                  "aiohttp", "boto3", "botocore", "urllib3")  # fmt: skip
 
 
 @dataclass(frozen=True)
