@@ -1,7 +1,7 @@
 """``otelstream probe``: the command line.
 
-    otelstream probe --base-url URL --surface S --model M [--api-key-env VAR] [--requests 5] [--concurrency 1]
-                     [--max-output-tokens 32] [--timeout 60] [--json] [--strict]
+    otelstream probe --base-url URL --surface S --model M [--api-key-env VAR | --region R] [--requests 5]
+                     [--concurrency 1] [--max-output-tokens 32] [--timeout 60] [--json] [--strict]
     otelstream probe --config probes.toml [--every 60] [--serve 9465]
 
 Exit status of a single run: 2 when the arguments, the file or a named variable are wrong, or a target cannot be
@@ -23,7 +23,7 @@ from otelstream import names
 from otelstream.probe import config as C
 from otelstream.probe.config import ProbeError, RunOptions, Target
 
-_SINGLE = ("base_url", "surface", "model", "api_key_env", "name")
+_SINGLE = ("base_url", "surface", "model", "api_key_env", "region", "project", "location", "name")
 
 
 def _checked(check: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -71,12 +71,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     setattr(parser, "error", _one_line_error(parser.prog))  # noqa: B010 - an instance attribute shadows the method
     one = parser.add_argument_group("one target")
     one.add_argument("--base-url", help="the API's base URL as the SDK takes it (http://host:8000/v1); "
-                     "responses_websocket also takes a ws:// or wss:// URL")  # fmt: skip
-    one.add_argument("--surface", choices=names.OPENAI_ANTHROPIC_SURFACES, metavar="SURFACE",
-                     help=f"one of {', '.join(names.OPENAI_ANTHROPIC_SURFACES)}")  # fmt: skip
-    one.add_argument("--model", help="the model to ask")
+                     "responses_websocket also takes a ws:// or wss:// URL; converse: the endpoint URL")  # fmt: skip
+    one.add_argument("--surface", choices=names.SURFACES, metavar="SURFACE",
+                     help=f"one of {', '.join(names.SURFACES)}")  # fmt: skip
+    one.add_argument("--model", help="the model to ask (converse: the model or inference profile id)")
     one.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the API key (default: "
-                     "the SDK's own, OPENAI_API_KEY / ANTHROPIC_API_KEY, when set)")  # fmt: skip
+                     "the SDK's own, OPENAI_API_KEY / ANTHROPIC_API_KEY / GOOGLE_API_KEY or GEMINI_API_KEY, when "
+                     "set); not for converse, which signs with the AWS credential chain")  # fmt: skip
+    one.add_argument("--region", help="converse: the AWS region (default: the AWS chain's, AWS_DEFAULT_REGION or the "
+                     "profile's)")  # fmt: skip
+    one.add_argument("--project", help="generate_content on Vertex AI: the Google Cloud project (signed with "
+                     "Application Default Credentials)")  # fmt: skip
+    one.add_argument("--location", help=f"with --project: the Vertex AI location (default {C.VERTEX_LOCATION})")
     one.add_argument("--name", help="the target's name, the probe_name label (default: host-surface)")
     parser.add_argument("--config", metavar="FILE", help="a TOML file of [[target]] tables (docs/probe.md)")
     parser.add_argument("--requests", type=_int(1, C.MAX_REQUESTS), default=None, metavar="N",
@@ -130,15 +136,22 @@ def targets_of(args: argparse.Namespace) -> list[Target]:
         base_url = C.check_base_url(args.base_url, args.surface)
         key = "--model"
         model = C.check_model(args.model)
+        key = "--project"
+        project = None if args.project is None else C.check_project(args.project, args.surface)
+        key = "--location"
+        location = None if args.location is None else C.check_location(args.location, project)
         key = "--api-key-env"
-        api_key_env = None if args.api_key_env is None else C.check_env_name(args.api_key_env)
+        api_key_env = None if args.api_key_env is None else C.check_api_key_env(args.api_key_env, args.surface,
+                                                                                project)  # fmt: skip
+        key = "--region"
+        region = None if args.region is None else C.check_region(args.region, args.surface)
         key = "--name"
         name = C.check_name(args.name if args.name is not None else
                             f"{urlsplit(base_url).hostname}-{args.surface}")  # fmt: skip
     except ValueError as exc:
         raise ProbeError(f"{key}: {exc}") from None
     return [Target(name=name, base_url=base_url, surface=args.surface, model=model, api_key_env=api_key_env,
-                   **defaults)]  # fmt: skip
+                   region=region, project=project, location=location, **defaults)]  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -167,8 +180,9 @@ def _run(targets: list[Target], options: RunOptions, args: argparse.Namespace, m
     from otelstream.probe import requests
     from otelstream.probe.observe import Session
 
-    for target in targets:  # a missing SDK is an argument error, said before any request
+    for target in targets:  # a missing SDK or missing cloud credentials: argument errors, before any request
         requests.require_sdk(target)
+        requests.require_credentials(target)
     session = Session([t.surface for t in targets], serve=args.serve)
     session.start()
     try:

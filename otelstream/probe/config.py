@@ -11,6 +11,21 @@
     [target.headers_env]               # header name = the variable holding its value
     X-Gateway-Team = "GATEWAY_TEAM"
 
+    [[target]]
+    name = "bedrock"
+    base_url = "https://bedrock-runtime.us-east-1.amazonaws.com"   # the endpoint URL
+    surface = "converse"
+    model = "anthropic.claude-3-haiku-20240307-v1:0"
+    region = "us-east-1"               # credentials: the AWS chain, never a key in the file
+
+    [[target]]
+    name = "vertex"
+    base_url = "https://us-central1-aiplatform.googleapis.com"
+    surface = "generate_content"
+    model = "gemini-2.5-flash"
+    project = "my-project"             # Vertex AI, with Application Default Credentials
+    location = "us-central1"
+
 A bad file is one ``ProbeError`` naming the file, the line and the key. Keys and header values are read from the
 environment when the clients are made (``secrets``), never stored in a ``Target`` nor printed.
 """
@@ -35,7 +50,7 @@ else:  # pragma: no cover - Python 3.10: the backport, a conditional dependency
 
 TABLE: Final = "target"  # the array of tables, [[target]]
 KEYS: Final = ("name", "base_url", "surface", "model", "api_key_env", "headers_env", "max_output_tokens", "requests",
-               "every")  # fmt: skip
+               "every", "region", "project", "location")  # fmt: skip
 REQUIRED: Final = ("name", "base_url", "surface", "model")
 # Bounds: a probe is a few small requests, never a load test.
 MAX_REQUESTS: Final = 100
@@ -46,11 +61,23 @@ MIN_EVERY_S: Final = 1.0
 MAX_NAME_LENGTH: Final = 64  # the label value's own cap (model_label_max_length): a longer name would be cut
 DEFAULT_REQUESTS: Final = 5
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 32
-# the key variable the SDKs themselves read when none is named
-CONVENTIONAL_KEY_ENV: Final = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+VERTEX_LOCATION: Final = "global"  # google-genai's own default location
+# the SDK module each surface is sent through, and the otelstream extra that installs it
+SDK_BY_SURFACE: Final = {
+    names.RESPONSES: "openai", names.RESPONSES_WEBSOCKET: "openai", names.CHAT_COMPLETIONS: "openai",
+    names.COMPLETIONS: "openai", names.MESSAGES: "anthropic", names.GENERATE_CONTENT: "google.genai",
+    names.CONVERSE: "boto3",
+}  # fmt: skip
+EXTRA_BY_SDK: Final = {"openai": "openai", "anthropic": "anthropic", "google.genai": "google", "boto3": "bedrock"}
+# the key variables the SDKs themselves read when none is named, first set wins (google-genai prefers
+# GOOGLE_API_KEY); boto3 has no key: its credentials come from the AWS chain
+CONVENTIONAL_KEY_ENV: Final = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
+                               "google.genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY")}  # fmt: skip
 NO_KEY: Final = "otelstream-probe-no-key"  # sent when no key variable is set: servers without auth ignore it
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PROJECT = re.compile(r"[a-z0-9][a-z0-9.:-]{0,62}[a-z0-9]\Z")
+_REGION = re.compile(r"[a-z][a-z0-9-]{1,30}[a-z0-9]\Z")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")  # an HTTP token (RFC 9110)
 
 
@@ -69,10 +96,21 @@ class Target:
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     requests: int = DEFAULT_REQUESTS
     every: float | None = None
+    region: str | None = None  # converse: the AWS region (else the AWS chain's: AWS_DEFAULT_REGION, the profile)
+    project: str | None = None  # generate_content: a Google Cloud project makes it Vertex AI (signed with ADC)
+    location: str | None = None  # with project: its Vertex AI location (default VERTEX_LOCATION)
+
+    @property
+    def vertex(self) -> bool:
+        return self.project is not None
 
     @property
     def sdk(self) -> str:
-        return "anthropic" if self.surface == names.MESSAGES else "openai"
+        return SDK_BY_SURFACE[self.surface]
+
+    @property
+    def extra(self) -> str:
+        return EXTRA_BY_SDK[self.sdk]
 
     @property
     def shown_url(self) -> str:
@@ -122,8 +160,10 @@ def secrets(target: Target, environ: Mapping[str, str] | None = None) -> Secrets
         key = env.get(target.api_key_env, "")
         if not key:
             raise ProbeError(f"target {target.name!r}: api_key_env {target.api_key_env} is not set")
+    elif target.sdk in CONVENTIONAL_KEY_ENV and not target.vertex:
+        key = next((env[v] for v in CONVENTIONAL_KEY_ENV[target.sdk] if env.get(v)), NO_KEY)
     else:
-        key = env.get(CONVENTIONAL_KEY_ENV[target.sdk], "") or NO_KEY
+        key = ""  # converse and Vertex AI: signed with the AWS chain's or Google's default credentials
     headers: dict[str, str] = {}
     for header, var in target.headers_env:
         value = env.get(var)
@@ -145,9 +185,43 @@ def check_name(value: object) -> str:
 
 
 def check_surface(value: object) -> str:
-    if value not in names.OPENAI_ANTHROPIC_SURFACES:
-        raise ValueError(f"one of {', '.join(names.OPENAI_ANTHROPIC_SURFACES)}")
+    if value not in names.SURFACES:
+        raise ValueError(f"one of {', '.join(names.SURFACES)}")
     return str(value)
+
+
+def check_region(value: object, surface: str) -> str:
+    if surface != names.CONVERSE:
+        raise ValueError(f"only surface {names.CONVERSE} takes a region (an AWS region)")
+    if not isinstance(value, str) or not _REGION.match(value):
+        raise ValueError("an AWS region name is needed (lower-case letters, digits and -, e.g. us-east-1)")
+    return value
+
+
+def check_project(value: object, surface: str) -> str:
+    if surface != names.GENERATE_CONTENT:
+        raise ValueError(f"only surface {names.GENERATE_CONTENT} takes a project (Vertex AI)")
+    if not isinstance(value, str) or not _PROJECT.match(value):
+        raise ValueError("a Google Cloud project id is needed (lower-case letters, digits, -, . and :)")
+    return value
+
+
+def check_location(value: object, project: str | None) -> str:
+    if project is None:
+        raise ValueError("a location needs a project (Vertex AI)")
+    if not isinstance(value, str) or not _REGION.match(value):
+        raise ValueError("a Vertex AI location is needed (lower-case letters, digits and -, e.g. us-central1)")
+    return value
+
+
+def check_api_key_env(value: object, surface: str, project: str | None = None) -> str:
+    if project is not None:
+        raise ValueError("a Vertex AI target (project) signs with Google's Application Default Credentials: no "
+                         "api_key_env")  # fmt: skip
+    if surface == names.CONVERSE:
+        raise ValueError("surface converse signs with the AWS credential chain (AWS_PROFILE, AWS_ACCESS_KEY_ID and "
+                         "AWS_SECRET_ACCESS_KEY, a role, AWS_BEARER_TOKEN_BEDROCK): no api_key_env")  # fmt: skip
+    return check_env_name(value)
 
 
 def check_base_url(value: object, surface: str | None) -> str:
@@ -268,9 +342,18 @@ def _target(table: dict[str, Any], index: int, lines: _Lines, path: str, default
         values[key] = check_base_url(table[key], values["surface"])
         key = "model"
         values[key] = check_model(table[key])
+        key = "project"
+        if key in table:
+            values[key] = check_project(table[key], values["surface"])
+        key = "location"
+        if key in table:
+            values[key] = check_location(table[key], values.get("project"))
         key = "api_key_env"
         if key in table:
-            values[key] = check_env_name(table[key])
+            values[key] = check_api_key_env(table[key], values["surface"], values.get("project"))
+        key = "region"
+        if key in table:
+            values[key] = check_region(table[key], values["surface"])
         key = "headers_env"
         if key in table:
             values[key] = check_headers_env(table[key])

@@ -1,5 +1,6 @@
 """The probe's requests: one small, fixed, built-in streamed request per surface, through the real SDK's async client
-(the SDK's retries off: each request is one attempt), read to its end as an application would.
+(boto3's, which has none, on threads: ``cloud_clients``), the SDK's retries off (each request is one attempt), read
+to its end as an application would.
 
 The prompt is a constant of this module and asks for one word; nothing of it or of the answer is kept: the stream's
 items are read and dropped. The SDKs' loggers are held at WARNING while the probe runs (``quiet_sdk_loggers``),
@@ -9,6 +10,7 @@ because their DEBUG output (``OPENAI_LOG=debug``) prints request bodies and head
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -21,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from otelstream import names
 from otelstream.distribution import install_hint
+from otelstream.probe import cloud_clients
 from otelstream.probe.config import ProbeError, Secrets, Target
 
 PROMPT: Final = "Reply with the single word: ok"
@@ -29,7 +32,9 @@ WS_TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "re
 # past the SDK's own timeout: a single wait that long fails in the SDK (a timeout, what the row should say), so the
 # probe's overall bound only ends streams that keep trickling
 DEADLINE_GRACE_S: Final = 1.0
-_QUIET: Final = ("openai", "anthropic", "httpx", "httpx2", "httpcore", "websockets")
+# botocore's DEBUG output holds each request's signed headers
+_QUIET: Final = ("openai", "anthropic", "httpx", "httpx2", "httpcore", "websockets", "google_genai", "google.auth",
+                  "aiohttp", "boto3", "botocore", "urllib3")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,19 @@ def require_sdk(target: Target) -> Any:
     try:
         sdk = importlib.import_module(target.sdk)
     except ImportError:
-        raise ProbeError(f"surface {target.surface} needs the {target.sdk} SDK: {install_hint(target.sdk)}") from None
+        raise ProbeError(f"surface {target.surface} needs the {target.sdk} SDK: {install_hint(target.extra)}") from None
     if target.surface == names.RESPONSES_WEBSOCKET and not _has_websocket_mode():
         raise ProbeError(f"surface responses_websocket needs openai >= 3.32 and websockets: {install_hint('openai')}")
     return sdk
+
+
+def require_credentials(target: Target) -> None:
+    """What the SDK needs beside a key, checked before anything is sent: converse's AWS region and credentials,
+    Vertex AI's Application Default Credentials."""
+    if target.surface == names.CONVERSE:
+        cloud_clients.require_aws(target)
+    elif target.vertex:
+        cloud_clients.google_credentials(target)
 
 
 def _has_websocket_mode() -> bool:
@@ -85,6 +99,10 @@ def make_client(target: Target, secrets: Secrets, timeout_s: float) -> Any:
     """The SDK's async client for the target: retries 0, ``timeout_s`` for connect and each read, the custom headers
     on every request (and on the WebSocket handshake)."""
     sdk = require_sdk(target)
+    if target.surface == names.GENERATE_CONTENT:
+        return cloud_clients.GeminiClient(target, secrets, timeout_s)
+    if target.surface == names.CONVERSE:
+        return cloud_clients.BedrockClient(target, secrets, timeout_s)
     kwargs: dict[str, Any] = {"api_key": secrets.api_key, "max_retries": 0, "timeout": timeout_s,
                               "default_headers": dict(secrets.headers)}  # fmt: skip
     if target.sdk == "anthropic":
@@ -104,6 +122,10 @@ def make_client(target: Target, secrets: Secrets, timeout_s: float) -> Any:
 
 async def attempt(client: Any, target: Target, timeout_s: float) -> Attempt:
     """Send the target's request and read the stream to its end, within ``timeout_s`` + a grace second overall."""
+    if target.surface == names.CONVERSE:
+        raised, timed_out, seconds = await cloud_clients.converse_attempt(client, target, PROMPT,
+                                                                          timeout_s + DEADLINE_GRACE_S)  # fmt: skip
+        return Attempt(raised, True, timed_out, seconds)
     t0 = time.monotonic()
     connected = [True]
     # a task of its own copies this context: the stream carries the probe's attributes
@@ -130,13 +152,16 @@ async def warm_up(surfaces: Iterable[str]) -> None:
 
     warm = faults.FAULTS[0]  # "completed": a whole, healthy answer
     for surface in sorted({names.RESPONSES if s == names.RESPONSES_WEBSOCKET else s for s in surfaces}):
-        sdk = clients.SDK_BY_SURFACE[surface]
+        sdk = clients.SDK_BY_SURFACE.get(surface)  # none for converse: botocore loads its models with the client
+        if sdk is None:
+            continue
         if not clients.installed(sdk):
             continue
         client = clients.make_client(sdk, {"warm": bodies.serve(surface, warm)}, is_async=True)
         try:
             stream = await clients.OPENERS[surface](client, "warm")
-            async with stream:
+            # google-genai's is an async generator, the others' stream objects are context managers
+            async with stream if hasattr(stream, "__aenter__") else contextlib.aclosing(stream):
                 async for _ in stream:
                     pass
         except Exception as exc:  # best effort: the probe runs either way
@@ -148,6 +173,9 @@ async def warm_up(surfaces: Iterable[str]) -> None:
 async def _run(client: Any, target: Target, timeout_s: float, connected: list[bool]) -> None:
     if target.surface == names.RESPONSES_WEBSOCKET:
         await _websocket(client, target, timeout_s, connected)
+        return
+    if target.surface == names.GENERATE_CONTENT:
+        await cloud_clients.gemini_stream(client, target, PROMPT)
         return
     stream = await _open(client, target)
     async with stream:

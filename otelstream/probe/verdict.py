@@ -23,7 +23,7 @@ ANOMALY_TEXT: Final = {
     names.ANOM_MISSING_DONE: "no [DONE]: the answer ended without `data: [DONE]`",
     names.ANOM_TRAILING_DONE: "[DONE] on a surface that has none",
     names.ANOM_UNTYPED_EVENT: "events without a `type` field (classified by their SSE event name)",
-    names.ANOM_USAGE_MISSING: "no usage when asked (stream_options.include_usage)",
+    names.ANOM_USAGE_MISSING: "no usage when asked (stream_options.include_usage), or no metadata usage (converse)",
     names.ANOM_MISSING_FINISH_REASON: "finish_reason missing on a choice",
     names.ANOM_NO_DELTA: "the answer ended without a single delta",
     names.ANOM_UNKNOWN_EVENT: "event types this otelstream does not know",
@@ -47,8 +47,9 @@ OUTCOME_TEXT: Final = {
     names.INCOMPLETE: "cut short by a limit or filter (raise max_output_tokens for reasoning models)",
     names.ABANDONED: "still streaming when the probe's time limit ran out",
 }
-# surfaces whose terminal event carries the usage without being asked (chat/completions: the usage_missing anomaly)
-_USAGE_IN_TERMINAL: Final = (names.RESPONSES, names.RESPONSES_WEBSOCKET, names.MESSAGES)
+# surfaces whose terminal event carries the usage without being asked (chat/completions and converse: the
+# usage_missing anomaly)
+_USAGE_IN_TERMINAL: Final = (names.RESPONSES, names.RESPONSES_WEBSOCKET, names.MESSAGES, names.GENERATE_CONTENT)
 
 
 @dataclass(frozen=True)
