@@ -3,7 +3,6 @@ cannot read, a stream that trickles past the probe's deadline, and requests kept
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from otelstream import names
@@ -45,24 +44,23 @@ def test_a_stream_trickling_past_the_deadline_is_ended(scripted: ScriptedServer)
     trickle: list[Step] = [frames[0]]
     for _ in range(12):
         trickle += [bodies.KEEPALIVE, Pause(0.2)]
-    started = time.monotonic()
     rc, target = _probe(scripted, names.CHAT_COMPLETIONS, [*trickle, *frames[1:]], "--requests", "1",
                         "--timeout", "0.5")  # fmt: skip
-    assert time.monotonic() - started < 2.4 - 0.2  # ended before the body would have
     assert rc == 1
     row = target["rows"][0]
     assert (row["outcome"], row["timed_out"]) == (names.ABANDONED, True)
-    assert row["keepalives"] >= 5  # the server was still talking
+    assert 5 <= row["keepalives"] < 12  # the server was still talking, and the probe ended it before the body's end
     assert [f["code"] for f in target["verdict"]["findings"]] == [names.VERDICT_NOT_COMPLETED]
 
 
 def test_concurrency_bounds_the_requests_open_at_once(scripted: ScriptedServer) -> None:
     steps = F.http_script(names.RESPONSES, F.SLOW_FIRST).steps  # each answer waits PAUSE_S before its first delta
-    started = time.monotonic()
-    rc, target = _probe(scripted, names.RESPONSES, steps, "--requests", "6", "--concurrency", "3")
-    elapsed = time.monotonic() - started
-    assert rc == 0 and target["summary"]["outcomes"] == {names.COMPLETED: 6}
-    assert 2 * F.PAUSE_S <= elapsed < 6 * F.PAUSE_S  # two waves of three, not six one after another
+    key = scripted.add(steps)
+    run = run_probe("--base-url", http_url(scripted, names.RESPONSES, key), "--surface", names.RESPONSES, "--model",
+                    "m", "--json", "--strict", "--requests", "6", "--concurrency", "3")  # fmt: skip
+    target = run.json()["targets"][0]
+    assert run.rc == 0 and target["summary"]["outcomes"] == {names.COMPLETED: 6}
+    assert 1 < scripted.most_open(key) <= 3  # side by side, never more than three (the server counted)
     assert [r["request"] for r in target["rows"]] == [1, 2, 3, 4, 5, 6]
 
 

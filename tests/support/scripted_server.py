@@ -56,6 +56,8 @@ class Script:
     bodies: list[bytes] = field(default_factory=list)  # the request bodies received, in order
     heads: list[dict[str, str]] = field(default_factory=list)  # their headers (lower-case names), in order
     lock: threading.Lock = field(default_factory=threading.Lock)
+    open_now: int = 0  # responses being played right now
+    most_open: int = 0  # the most played at once
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,11 +101,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        with script.lock:
+            script.open_now += 1
+            script.most_open = max(script.most_open, script.open_now)
         try:
             self._run(script)
         except OSError:
             self.close_connection = True
         finally:
+            with script.lock:
+                script.open_now -= 1
             script.served.set()
 
     def _run(self, script: Script) -> None:
@@ -194,6 +201,10 @@ class ScriptedServer:
     def headers(self, key: str) -> list[dict[str, str]]:
         """The headers of each request the script has received (names in lower case)."""
         return list(self._http.scripts[key].heads)
+
+    def most_open(self, key: str) -> int:
+        """The most responses of the script played at the same time."""
+        return self._http.scripts[key].most_open
 
     def served(self, key: str, timeout: float = 5.0) -> bool:
         return self._http.scripts[key].served.wait(timeout)
