@@ -1,7 +1,8 @@
 """The ``Stream`` objects of the SDKs whose ``request()`` returns one over an ``httpx2`` response (openai, anthropic:
-one generator made both, so their ``_streaming`` modules have the same shape): each bound to its call once, or, until a
-response wrapper's ``.parse()`` builds it, the raw response named, bound and watched; the patches of their
-``__stream__`` (every event, once) and ``_iter_events`` (the raw SSE, tapped around the SDK's generator)."""
+one generator made both SDKs, so their ``_base_client`` and ``_streaming`` modules have the same shape): the request
+wrappers that begin a stream's call; each Stream bound to its call once, or, until a response wrapper's ``.parse()``
+builds it, the raw response named, bound and watched; the patches of the Stream classes' ``__stream__`` (every event,
+once), ``_iter_events`` (the raw SSE, tapped around the SDK's generator) and ``close`` (the caller's close)."""
 
 from __future__ import annotations
 
