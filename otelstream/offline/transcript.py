@@ -29,7 +29,7 @@ class Totals:
     keepalives: int = 0
     done_sentinel: bool = False
     # per-response numbering restarts at 0, so first and last are only meaningful per lane: unknown here
-    sequence: SequenceStats = SequenceStats()
+    sequence: SequenceStats = field(default_factory=SequenceStats)
     usage: dict[str, int | None] = field(default_factory=lambda: Usage().to_json())  # every key, each None
     anomaly_counts: dict[str, int] = field(default_factory=dict)
     # responses finish out of order (lanes interleave), so "first" means the lowest place in order of first events
