@@ -33,7 +33,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from otelstream import _guard
+from otelstream import _guard, names
+from otelstream.adapters._patch import Patch
 from otelstream.adapters.calls import Call, call_on, finish
 from otelstream.names import BodyState, CallState, EndReason
 
@@ -139,3 +140,17 @@ def stream_close_wrapper(where: str) -> Any:
         return wrapped(*args, **kwargs)
 
     return wrapper
+
+
+def close_patches(
+    where: str, classes: tuple[tuple[str, str, str], ...], scopes: tuple[tuple[str, ...], tuple[str, ...]]
+) -> tuple[Patch, ...]:
+    """The patches of SDK stream classes' ``close()``, one wrapper (``stream_close_wrapper``) for all: ``classes``
+    lists (module, sync class, async class), ``scopes`` the sync and the async streams' patch scopes. What they alone
+    observe: a close the caller asked for (context exits call it), reported at once whatever the SDK does inside."""
+    close = stream_close_wrapper(where)
+    return tuple(
+        Patch(module, f"{cls}.close", close, measures=(names.MEASURE_CALLER_CLOSE,), scopes=scope)
+        for module, sync_class, async_class in classes
+        for cls, scope in ((sync_class, scopes[0]), (async_class, scopes[1]))
+    )

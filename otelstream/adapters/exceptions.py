@@ -1,12 +1,15 @@
-"""What an exception that ended a stream means (``is_cancel``, ``classify_common``, ``error_type_of``), and which
+"""What an exception that ended a stream means (``is_cancel``, ``classify_common``, ``error_type_of``, an SDK's own
+tree by ``sdk_classifier``), and which
 client libraries' classes otelstream knows: ``httpx2`` always, the legacy ``httpx`` (openai 2.x reads its streams
 with it) adopted the first time one of its responses or exceptions is met (``adopt_httpx``)."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 import threading
+from collections.abc import Callable
 
 import httpx2  # both SDKs depend on it; this module is imported only when one of them is
 
@@ -65,3 +68,40 @@ def error_type_of(exc: BaseException) -> str | None:
         if type(value) is int:  # releases before openai 3.14 keep a numeric ``code`` as the int the server sent
             return str(value)
     return None
+
+
+Classify = Callable[[BaseException], "tuple[EndReason, str | None]"]
+
+
+def sdk_classifier(
+    package: str, base_error: str, fallback_type: Callable[[BaseException], str | None] | None = None
+) -> Classify:
+    """How a stream of an SDK whose exceptions are one tree (openai's, anthropic's: ``APIConnectionError`` and
+    ``APIError`` under the SDK's ``base_error``) ended: a connection error → transport_error; an ``APIError`` →
+    error, of the provider's code (``error_type_of``, else ``fallback_type``); then ``classify_common``; any other
+    error of the SDK's → error; anything else → transport_error (not a provider code: the exception's type decides
+    the error class). The classes are looked up at the first exception, when the SDK is imported."""
+    errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
+
+    def classify(exc: BaseException) -> tuple[EndReason, str | None]:
+        nonlocal errors
+        if errors is None:
+            sdk = importlib.import_module(package)
+            errors = (sdk.APIConnectionError, sdk.APIError, getattr(sdk, base_error))
+        conn_error, api_error, sdk_error = errors
+        if isinstance(exc, conn_error):
+            return EndReason.TRANSPORT_ERROR, None
+        if isinstance(exc, api_error):
+            found = error_type_of(exc)
+            if found is None and fallback_type is not None:
+                found = fallback_type(exc)
+            return EndReason.ERROR, found
+        common = classify_common(exc)
+        if common is not None:
+            return common
+        if isinstance(exc, sdk_error):
+            return EndReason.ERROR, None
+        return EndReason.TRANSPORT_ERROR, None
+
+    return classify
+

@@ -7,7 +7,8 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from otelstream import _guard, names
 from otelstream.adapters._patch import Wrapper
@@ -185,26 +186,65 @@ def _number(value: object) -> float | None:
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def request_params(body: object) -> dict[str, Any]:
-    """The request parameters a span records, as the call passed them: StreamStart keyword arguments.
-    Once per stream, from the request body (``max_output_tokens`` on Responses, ``max_completion_tokens`` or
-    ``max_tokens`` on chat, ``max_tokens`` on completions and Anthropic Messages)."""
+class ParamKeys(NamedTuple):
+    """Where a request names the parameters a span records."""
+
+    max_tokens: tuple[str, ...]  # the first of these that holds an int
+    temperature: str
+    top_p: str
+    choice_count: str | None  # None: the API asks for one choice only
+
+
+# the openai and anthropic SDKs' bodies: ``max_output_tokens`` on Responses, ``max_completion_tokens`` or
+# ``max_tokens`` on chat, ``max_tokens`` on completions and Anthropic Messages
+SDK_PARAMS = ParamKeys(("max_output_tokens", "max_completion_tokens", "max_tokens"), "temperature", "top_p", "n")
+
+
+def request_params(body: object, keys: ParamKeys = SDK_PARAMS) -> dict[str, Any]:
+    """The request parameters a span records, as the call passed them in ``body`` (named as ``keys`` says):
+    StreamStart keyword arguments. Once per stream."""
     if not isinstance(body, dict):
         return {}
     out: dict[str, Any] = {}
-    for key in ("max_output_tokens", "max_completion_tokens", "max_tokens"):
+    for key in keys.max_tokens:
         value = body.get(key)
         if type(value) is int:
             out["request_max_tokens"] = value
             break
-    for key, field in (("temperature", "request_temperature"), ("top_p", "request_top_p")):
+    for key, field in ((keys.temperature, "request_temperature"), (keys.top_p, "request_top_p")):
         number = body.get(key)
         if (type(number) is float or type(number) is int) and math.isfinite(number):
             out[field] = float(number)
-    n = body.get("n")
-    if type(n) is int:
-        out["request_choice_count"] = n
+    if keys.choice_count is not None:
+        n = body.get(keys.choice_count)
+        if type(n) is int:
+            out["request_choice_count"] = n
     return out
+
+
+def tracker_hints(surface: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a Chat or Completions request body tells the stream's tracker beforehand (its keyword arguments): the
+    choices asked for (``n``), and whether usage was (``stream_options.include_usage``). Nothing elsewhere."""
+    hints: dict[str, Any] = {}
+    if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
+        n = body.get("n")
+        if type(n) is int and n > 0:
+            hints["expected_choices"] = n
+        options = body.get("stream_options")
+        hints["usage_requested"] = bool(isinstance(options, dict) and options.get("include_usage"))
+    return hints
+
+
+def server_of_url(url: object) -> tuple[str | None, int | None]:
+    """server.address / server.port from an endpoint URL given as a string (the scheme's port when it names none)."""
+    if not isinstance(url, str) or not url:
+        return None, None
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
+        return parts.hostname, port
+    except ValueError:
+        return None, None
 
 
 def server_of(base_url: Any) -> tuple[str | None, int | None]:

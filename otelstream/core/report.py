@@ -106,6 +106,18 @@ class SequenceStats:
             "missing": self.missing,
         }
 
+    def added(self, other: SequenceStats) -> SequenceStats:
+        """The counts of two streams together (a transcript's over its responses): each count summed, each flag set
+        when either's is. ``first`` and ``last`` number one stream's events only: unknown."""
+        return SequenceStats(
+            gaps=self.gaps + other.gaps,
+            skipped=self.skipped + other.skipped,
+            duplicates=self.duplicates + other.duplicates,
+            out_of_order=self.out_of_order + other.out_of_order,
+            bad_start=self.bad_start or other.bad_start,
+            missing=self.missing or other.missing,
+        )
+
     def counts_by_kind(self) -> dict[str, int]:
         """Occurrences per sequence-anomaly label value (``missing`` and ``bad_start`` count once)."""
         return {

@@ -69,17 +69,34 @@ def attribute_blind(sampler: object) -> bool:
     return True
 
 
+# attributes set only when their value is known, in span order: (attribute, the field that holds its value)
+_REQUEST_KNOWN = (
+    (names.ATTR_REQUEST_MAX_TOKENS, "request_max_tokens"),
+    (names.ATTR_REQUEST_TEMPERATURE, "request_temperature"),
+    (names.ATTR_REQUEST_TOP_P, "request_top_p"),
+)
+_REPORT_COUNTS_KNOWN = ((names.ATTR_RETRIES, "retries"), (names.ATTR_KEEPALIVES, "keepalives"))
+_REPORT_TIMES_KNOWN = (
+    (names.ATTR_STREAM_ID, "stream_id"),
+    (names.ATTR_TIME_TO_FIRST_EVENT, "time_to_first_event_s"),
+    (names.ATTR_TIME_TO_FIRST_DELTA, "time_to_first_delta_s"),
+    (names.ATTR_TIME_TO_FIRST_OUTPUT, "time_to_first_output_s"),
+)
+_USAGE_KNOWN = ((names.ATTR_USAGE_INPUT, "input_tokens"), (names.ATTR_USAGE_OUTPUT, "output_tokens"))
+# the usage breakdown: set when known, and under the latest conventions only when not zero
+_USAGE_BREAKDOWN = (
+    (names.ATTR_USAGE_CACHE_READ, "cache_read_input_tokens"),
+    (names.ATTR_USAGE_CACHE_WRITE, "cache_write_input_tokens"),
+    (names.ATTR_USAGE_REASONING, "reasoning_output_tokens"),
+)
+
+
 def request_attributes(start: StreamStart) -> Attrs:
     """The request's span attributes a sampler does not need at the span's start (no strings from server data)."""
     a: Attrs = {names.ATTR_REQUEST_STREAM: True, names.ATTR_SURFACE: start.surface}
     if start.api_type:
         a[names.ATTR_OPENAI_API_TYPE] = start.api_type
-    _put_known(
-        a,
-        (names.ATTR_REQUEST_MAX_TOKENS, start.request_max_tokens),
-        (names.ATTR_REQUEST_TEMPERATURE, start.request_temperature),
-        (names.ATTR_REQUEST_TOP_P, start.request_top_p),
-    )
+    _put_known(a, start, _REQUEST_KNOWN)
     if start.request_choice_count is not None and start.request_choice_count != 1:
         a[names.ATTR_REQUEST_CHOICE_COUNT] = start.request_choice_count
     return a
@@ -101,7 +118,7 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         names.ATTR_SEQ_OUT_OF_ORDER: report.sequence.out_of_order,
     }
     # None: unknown (a patch point is missing from the SDK; the unobserved attribute names what)
-    _put_known(a, (names.ATTR_RETRIES, report.retries), (names.ATTR_KEEPALIVES, report.keepalives))
+    _put_known(a, report, _REPORT_COUNTS_KNOWN)
     if report.max_keepalive_gap_ns is not None:
         a[names.ATTR_KEEPALIVE_MAX_GAP] = report.max_keepalive_gap_ns / 1e9
     if report.unobserved:
@@ -114,13 +131,7 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         a[names.ATTR_REQUEST_ID] = report.request_id
     # the time to first delta on every stream span: under an SDK's CLIENT span, gen_ai.response.time_to_first_chunk
     # is the SDK's value
-    _put_known(
-        a,
-        (names.ATTR_STREAM_ID, report.stream_id),
-        (names.ATTR_TIME_TO_FIRST_EVENT, report.time_to_first_event_s),
-        (names.ATTR_TIME_TO_FIRST_DELTA, report.time_to_first_delta_s),
-        (names.ATTR_TIME_TO_FIRST_OUTPUT, report.time_to_first_output_s),
-    )
+    _put_known(a, report, _REPORT_TIMES_KNOWN)
     if report.service_tier:
         a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
     if report.system_fingerprint:
@@ -150,12 +161,9 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         if report.time_to_first_delta_s is not None:
             a[names.ATTR_RESPONSE_TTFC] = report.time_to_first_delta_s
         u = report.usage
-        _put_known(a, (names.ATTR_USAGE_INPUT, u.input_tokens), (names.ATTR_USAGE_OUTPUT, u.output_tokens))
-        for key, value in (
-            (names.ATTR_USAGE_CACHE_READ, u.cache_read_input_tokens),
-            (names.ATTR_USAGE_CACHE_WRITE, u.cache_write_input_tokens),
-            (names.ATTR_USAGE_REASONING, u.reasoning_output_tokens),
-        ):
+        _put_known(a, u, _USAGE_KNOWN)
+        for key, field in _USAGE_BREAKDOWN:
+            value = getattr(u, field)
             # the latest conventions: a breakdown only where the provider reported a non-zero count
             if value is not None and (value or not latest):
                 a[key] = value
@@ -163,8 +171,10 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
     return a
 
 
-def _put_known(a: Attrs, *pairs: tuple[str, AttributeValue | None]) -> None:
-    """Each attribute whose value is known, in the order given: None is unknown, and left out."""
-    for key, value in pairs:
+def _put_known(a: Attrs, source: object, table: tuple[tuple[str, str], ...]) -> None:
+    """Each attribute of ``table`` whose value, the field of ``source`` it names, is known, in the table's order:
+    None is unknown, and left out."""
+    for key, field in table:
+        value = getattr(source, field)
         if value is not None:
             a[key] = value

@@ -118,10 +118,6 @@ def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: Tot
     first_error = totals.error_types.get(outcome) if outcome != names.COMPLETED else None
     first_class = totals.error_classes.get(outcome)  # from the responses whose outcome the transcript's is
     first_phase = totals.phases.get(outcome)
-    # per-response numbering restarts at 0, so first/last are only meaningful per lane
-    seq = {"first": None, "last": None, "gaps": totals.gaps, "skipped": totals.skipped,
-           "duplicates": totals.duplicates, "out_of_order": totals.out_of_order, "bad_start": totals.bad_start,
-           "missing": totals.missing}  # fmt: skip
     return {
         "surface": surface,
         "provider": reports[0].provider if reports else names.PROVIDER_OPENAI,
@@ -135,7 +131,7 @@ def _aggregate_json(surface: str, reports: tuple[StreamReport, ...], totals: Tot
         "first_output_event_index": None,  # event indexes restart with each response: per lane only
         "keepalives": totals.keepalives,
         "done_sentinel": totals.done_sentinel,
-        "sequence": seq,
+        "sequence": totals.sequence.to_json(),
         "usage": dict(totals.usage),
         "response_id": None,
         "response_model": totals.model[1] if totals.model is not None else None,

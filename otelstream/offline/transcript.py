@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from otelstream import names
-from otelstream.core.report import StreamReport, Usage
+from otelstream.core.report import SequenceStats, StreamReport, Usage
 from otelstream.offline.reading import Record
 from otelstream.offline.replay import Run
 
@@ -28,12 +28,8 @@ class Totals:
     deltas: int = 0
     keepalives: int = 0
     done_sentinel: bool = False
-    gaps: int = 0
-    skipped: int = 0
-    duplicates: int = 0
-    out_of_order: int = 0
-    bad_start: bool = False
-    missing: bool = False
+    # per-response numbering restarts at 0, so first and last are only meaningful per lane: unknown here
+    sequence: SequenceStats = field(default_factory=SequenceStats)
     usage: dict[str, int | None] = field(default_factory=lambda: Usage().to_json())  # every key, each None
     anomaly_counts: dict[str, int] = field(default_factory=dict)
     # responses finish out of order (lanes interleave), so "first" means the lowest place in order of first events
@@ -58,13 +54,7 @@ class Totals:
         self.deltas += r.deltas
         self.keepalives += r.keepalives or 0  # None (unknown) only live, never offline
         self.done_sentinel = self.done_sentinel or bool(r.done_sentinel)
-        s = r.sequence
-        self.gaps += s.gaps
-        self.skipped += s.skipped
-        self.duplicates += s.duplicates
-        self.out_of_order += s.out_of_order
-        self.bad_start = self.bad_start or s.bad_start
-        self.missing = self.missing or s.missing
+        self.sequence = self.sequence.added(r.sequence)
         usage = self.usage
         for key, value in r.usage.to_json().items():
             if value is not None:

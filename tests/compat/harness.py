@@ -9,10 +9,12 @@ differ between two identical calls (random run ids, wall-clock stamps: ``volatil
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import gc
 import importlib
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -212,31 +214,159 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str:
     return f"{where}: without {a!r:.300} / with {b!r:.300}"
 
 
-def check(server: ScriptedServer, surface: str, case: Case, run: Run) -> ReadableSpan:
-    """The suite's one assertion: identical with and without otelstream, one span with the case's outcome."""
-    early_break = case.name == "early_break"
-    first = script(server, surface, case)
-    plain_run = _scrub(run(first, early_break), first)
+def stream_seen(
+    chunks: Callable[[], Any], is_async: bool, early_break: bool, output: Callable[[Any], object],
+    volatile: frozenset[str] = frozenset(),
+) -> Seen:
+    """What a caller of a framework's streaming method sees: each chunk (``plain``), up to the first with ``output``
+    when ``early_break``, and the exception raised. ``chunks()`` starts the stream: an iterable, or when ``is_async``
+    an async iterable or an awaitable of one (run on an event loop of its own)."""
+    seen = Seen()
+
+    def take(chunk: Any) -> bool:
+        seen.items.append(plain(chunk, volatile))
+        return early_break and bool(output(chunk))
+
+    if not is_async:
+        try:
+            for chunk in chunks():
+                if take(chunk):
+                    break
+        except Exception as exc:
+            seen.raised = plain(exc)
+        return seen
+
+    async def go() -> None:
+        try:
+            stream = chunks()
+            async for chunk in await stream if inspect.isawaitable(stream) else stream:
+                if take(chunk):
+                    break
+        except Exception as exc:
+            seen.raised = plain(exc)
+
+    asyncio.run(go())
+    return seen
+
+
+def content(chunk: Any) -> object:
+    """A LangChain message chunk's output (``stream_seen``'s ``output`` for the LangChain chat models)."""
+    return chunk.content
+
+
+@dataclass
+class PeerRun:
+    """One ``run_stream`` with pydantic-ai's own instrumentation on (``beside_pydantic_ai_instrumentation``)."""
+
+    texts: list[str]  # the text deltas
+    ours: ReadableSpan  # otelstream's one span
+    parent: ReadableSpan  # the span it nests under
+    ttfd_count: float  # the TTFD histogram's count in otelstream's own Prometheus registry
+
+
+def beside_pydantic_ai_instrumentation(make_agent: Callable[[], Any]) -> PeerRun:
+    """otelstream on, with its own Prometheus registry, and pydantic-ai's instrumentation on the agent ``make_agent``
+    builds, both on the same tracer and meter providers: one ``run_stream``. otelstream's span must nest under
+    pydantic-ai's."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    otelstream.uninstrument()
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    mp = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    registry = CollectorRegistry()
+    otelstream.instrument(tracer_provider=tp, meter_provider=mp, registry=registry)
+    try:
+        agent = make_agent()
+        agent.instrument = InstrumentationSettings(tracer_provider=tp, meter_provider=mp)
+
+        async def go() -> list[str]:
+            async with agent.run_stream("hi") as result:
+                return [text async for text in result.stream_text(delta=True, debounce_by=None)]
+
+        texts = asyncio.run(go())
+        assert otelstream.flush(10.0)
+        finished = exporter.get_finished_spans()
+        ours = [s for s in finished if s.instrumentation_scope and s.instrumentation_scope.name == names.TRACER_NAME]
+        assert len(ours) == 1 and ours[0].parent is not None, [s.name for s in finished]  # under pydantic-ai's span
+        parent = {s.context.span_id: s for s in finished}[ours[0].parent.span_id]
+        assert parent.instrumentation_scope is not None and parent.instrumentation_scope.name == "pydantic-ai"
+        ttfd = [s.value for m in registry.collect() for s in m.samples
+                if s.name == names.PROM_TIME_TO_FIRST_CHUNK + "_count"]  # fmt: skip
+        return PeerRun(texts, ours[0], parent, sum(ttfd))
+    finally:
+        otelstream.uninstrument()
+        mp.shutdown()
+        tp.shutdown()
+
+
+def agent_seen(agent: Any, early_break: bool, volatile: frozenset[str]) -> Seen:
+    """pydantic-ai's ``Agent.run_stream`` as its users stream it: the text deltas, each as it comes
+    (``debounce_by=None``: pydantic-ai groups those within 0.1 s by default, so what the caller gets would depend on
+    the machine's load, not on the stream), the first only when ``early_break``; the result's usage and messages; the
+    exception raised."""
+    seen = Seen()
+
+    async def go() -> None:
+        try:
+            async with agent.run_stream("hi") as result:
+                async for text in result.stream_text(delta=True, debounce_by=None):
+                    seen.items.append(text)
+                    if early_break:
+                        break
+                seen.result = plain({"usage": result.usage, "messages": result.all_messages()}, volatile)
+        except Exception as exc:
+            seen.raised = plain(exc)
+
+    asyncio.run(go())
+    return seen
+
+
+def with_and_without(run: Callable[[], Seen], outcome: str, collect: bool) -> tuple[Seen, dict[str, Any]]:
+    """The suite's method: ``run`` once with otelstream off and once on. The framework must have done what the case
+    asks before otelstream was on (a broken setup would compare equal too); what it yielded, returned and raised must
+    be the same both times; the instrumented run must leave exactly one otelstream span and one
+    ``otelstream_streams_total`` sample, of ``outcome``. ``collect``: see ``Telemetry.spans``. The run without
+    otelstream and the span's attributes."""
+    plain_run = run()
     with instrumented() as tel:
-        second = script(server, surface, case)
-        observed = _scrub(run(second, early_break), second)
-        spans = tel.spans(collect=early_break)
+        observed = run()
+        spans = tel.spans(collect=collect)
         totals = tel.streams_total()
-    # the framework did what the case asks before otelstream was on (a broken setup would compare equal too)
-    if case.name in ("complete", "ttfd_pause", "early_break"):
+    if outcome in (names.COMPLETED, names.ABANDONED):
         assert plain_run.raised is None and plain_run.items, plain_run
-    if case.name in ("in_band_error", "http_500"):
+    if outcome in (names.ERROR, names.HTTP_ERROR):
         assert plain_run.raised is not None, plain_run
     assert observed == plain_run, ("otelstream changed what the framework yielded, returned or raised",
                                    _first_difference(plain_run, observed))  # fmt: skip
     assert len(spans) == 1, [s.name for s in spans]
-    span = spans[0]
-    attrs = dict(span.attributes or {})
-    assert attrs[names.ATTR_OUTCOME] == case.outcome, attrs
-    assert totals == {case.outcome: 1.0}, totals
-    assert attrs[names.ATTR_SURFACE] == surface
-    if case.name == "ttfd_pause":
-        assert attrs[names.ATTR_RESPONSE_TTFC] >= PAUSE_S, attrs
-    if case.name in ("complete", "ttfd_pause"):
-        assert attrs.get(names.ATTR_USAGE_OUTPUT) == 2, attrs  # every canned body reports 2 output tokens
-    return span
+    attrs = dict(spans[0].attributes or {})
+    assert attrs[names.ATTR_OUTCOME] == outcome, attrs
+    assert totals == {outcome: 1.0}, totals
+    return plain_run, attrs
+
+
+def check_span(attrs: dict[str, Any], case: str, surface: str, pause_s: float, output_tokens: int) -> None:
+    """What a case's span carries besides its outcome: the surface; a TTFD past the pause script's ``pause_s`` wait;
+    the stand-in's ``output_tokens`` for a completed stream."""
+    assert attrs[names.ATTR_SURFACE] == surface, attrs
+    if case == "ttfd_pause":
+        assert attrs[names.ATTR_RESPONSE_TTFC] >= pause_s, attrs
+    if case in ("complete", "ttfd_pause"):
+        assert attrs.get(names.ATTR_USAGE_OUTPUT) == output_tokens, attrs
+
+
+def check(server: ScriptedServer, surface: str, case: Case, run: Run) -> None:
+    """The suite's one assertion: identical with and without otelstream, one span with the case's outcome."""
+    early_break = case.name == "early_break"
+
+    def once() -> Seen:
+        url = script(server, surface, case)  # each run its own script
+        seen: Seen = _scrub(run(url, early_break), url)
+        return seen
+
+    _, attrs = with_and_without(once, case.outcome, collect=early_break)
+    check_span(attrs, case.name, surface, PAUSE_S, 2)  # every canned body reports 2 output tokens

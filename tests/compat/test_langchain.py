@@ -3,12 +3,11 @@ and the exception the caller gets are the same with otelstream on, and each call
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, plain
+from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, content, need, stream_seen
 from tests.support.scripted_server import ScriptedServer
 
 langchain_openai = need("langchain_openai")
@@ -29,29 +28,9 @@ def _model(provider: str, base_url: str) -> Any:
 
 def _runner(provider: str, is_async: bool) -> Any:
     def run(base_url: str, early_break: bool) -> Seen:
-        seen = Seen()
         model = _model(provider, base_url)
-        if not is_async:
-            try:
-                for chunk in model.stream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-            return seen
-
-        async def go() -> None:
-            try:
-                async for chunk in model.astream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-
-        asyncio.run(go())
-        return seen
+        return stream_seen(lambda: (model.astream if is_async else model.stream)("hi"), is_async, early_break,
+                           content, VOLATILE)  # fmt: skip
 
     return run
 

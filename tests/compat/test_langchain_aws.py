@@ -9,13 +9,12 @@ is sync botocore on threads, not aiobotocore."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from tests.compat.cloud_harness import BEDROCK, CLOUD_CASES, CLOUD_IDS, CloudCase, check_cloud
-from tests.compat.harness import Seen, need, plain
+from tests.compat.harness import Seen, content, need, stream_seen
 from tests.support.bedrock_server import BedrockServer
 
 langchain_aws = need("langchain_aws")
@@ -37,29 +36,9 @@ def _model(base_url: str, model: str) -> Any:
 
 def _runner(is_async: bool) -> Any:
     def run(base_url: str, model_id: str, early_break: bool) -> Seen:
-        seen = Seen()
         model = _model(base_url, model_id)
-        if not is_async:
-            try:
-                for chunk in model.stream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-            return seen
-
-        async def go() -> None:
-            try:
-                async for chunk in model.astream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-
-        asyncio.run(go())
-        return seen
+        return stream_seen(lambda: (model.astream if is_async else model.stream)("hi"), is_async, early_break,
+                           content, VOLATILE)  # fmt: skip
 
     return run
 

@@ -9,13 +9,12 @@ async (installed here by litellm; without it httpx)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from tests.compat.cloud_harness import CLOUD_CASES, CLOUD_IDS, GEMINI, CloudCase, check_cloud
-from tests.compat.harness import Seen, need, plain
+from tests.compat.harness import Seen, content, need, stream_seen
 from tests.support.gemini_server import GeminiServer
 
 langchain_google_genai = need("langchain_google_genai")
@@ -31,29 +30,9 @@ def _model(base_url: str, model: str) -> Any:
 
 def _runner(is_async: bool) -> Any:
     def run(base_url: str, model_name: str, early_break: bool) -> Seen:
-        seen = Seen()
         model = _model(base_url, model_name)
-        if not is_async:
-            try:
-                for chunk in model.stream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-            return seen
-
-        async def go() -> None:
-            try:
-                async for chunk in model.astream("hi"):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and chunk.content:
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-
-        asyncio.run(go())
-        return seen
+        return stream_seen(lambda: (model.astream if is_async else model.stream)("hi"), is_async, early_break,
+                           content, VOLATILE)  # fmt: skip
 
     return run
 

@@ -4,12 +4,11 @@ once (litellm's own providers, which bypass the SDKs, are the HTTP-level observe
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
-from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, plain
+from tests.compat.harness import CASE_IDS, CASES, Case, Seen, check, need, stream_seen
 from tests.support.scripted_server import ScriptedServer
 
 litellm = need("litellm")
@@ -26,30 +25,10 @@ def _text(chunk: Any) -> str:
 
 def _runner(is_async: bool) -> Any:
     def run(base_url: str, early_break: bool) -> Seen:
-        seen = Seen()
         kw: dict[str, Any] = dict(model="openai/gpt-test", api_base=base_url + "/v1", api_key="k", messages=MSGS,
                                   stream=True, stream_options={"include_usage": True}, max_retries=0)  # fmt: skip
-        if not is_async:
-            try:
-                for chunk in litellm.completion(**kw):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and _text(chunk):
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-            return seen
-
-        async def go() -> None:
-            try:
-                async for chunk in await litellm.acompletion(**kw):
-                    seen.items.append(plain(chunk, VOLATILE))
-                    if early_break and _text(chunk):
-                        break
-            except Exception as exc:
-                seen.raised = plain(exc)
-
-        asyncio.run(go())
-        return seen
+        return stream_seen(lambda: (litellm.acompletion if is_async else litellm.completion)(**kw), is_async,
+                           early_break, _text, VOLATILE)  # fmt: skip
 
     return run
 

@@ -9,13 +9,13 @@ the httpx2 ``AsyncClient`` pydantic-ai's GoogleProvider hands it; BedrockConvers
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
+from otelstream import names
 from tests.compat.cloud_harness import BEDROCK, CLOUD_CASES, CLOUD_IDS, GEMINI, CloudCase, Stand, check_cloud
-from tests.compat.harness import Seen, need, plain
+from tests.compat.harness import Seen, agent_seen, beside_pydantic_ai_instrumentation, need
 from tests.support.bedrock_server import BedrockServer
 from tests.support.gemini_server import GeminiServer
 
@@ -51,24 +51,7 @@ def _no_retries() -> Any:
 
 def _runner(provider: str) -> Any:
     def run(base_url: str, model: str, early_break: bool) -> Seen:
-        seen = Seen()
-        agent = pydantic_ai.Agent(_model(provider, base_url, model))
-
-        async def go() -> None:
-            # debounce_by=None: each delta as it comes (see test_pydantic_ai.py)
-            try:
-                async with agent.run_stream("hi") as result:
-                    async for text in result.stream_text(delta=True, debounce_by=None):
-                        seen.items.append(text)
-                        if early_break:
-                            break
-                    seen.result = plain(
-                        {"usage": result.usage, "messages": result.all_messages()}, VOLATILE)  # fmt: skip
-            except Exception as exc:
-                seen.raised = plain(exc)
-
-        asyncio.run(go())
-        return seen
+        return agent_seen(pydantic_ai.Agent(_model(provider, base_url, model)), early_break, VOLATILE)
 
     return run
 
@@ -87,45 +70,8 @@ def test_ttfd_stays_in_prometheus_with_pydantic_ais_instrumentation(
 ) -> None:
     """pydantic-ai's own instrumentation on: otelstream's span of the Gemini / Bedrock stream sits under pydantic-ai's
     model-request span, and otelstream's Prometheus registry still counts the stream's TTFD once."""
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from prometheus_client import CollectorRegistry
-    from pydantic_ai.models.instrumented import InstrumentationSettings
-
-    import otelstream
-    from otelstream import names
-
     server = gemini if provider == "google" else bedrock
-    otelstream.uninstrument()
-    exporter = InMemorySpanExporter()
-    tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(exporter))
-    mp = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    registry = CollectorRegistry()
-    otelstream.instrument(tracer_provider=tp, meter_provider=mp, registry=registry)
-    try:
-        agent = pydantic_ai.Agent(_model(provider, server.base_url, "completed"))
-        agent.instrument = InstrumentationSettings(tracer_provider=tp, meter_provider=mp)
-
-        async def go() -> list[str]:
-            async with agent.run_stream("hi") as result:
-                return [text async for text in result.stream_text(delta=True, debounce_by=None)]
-
-        assert asyncio.run(go()) == ["Hel", "lo"] + (["!"] if provider == "google" else [])
-        assert otelstream.flush(10.0)
-        finished = exporter.get_finished_spans()
-        ours = [s for s in finished if s.instrumentation_scope and s.instrumentation_scope.name == names.TRACER_NAME]
-        assert len(ours) == 1 and ours[0].parent is not None, [s.name for s in finished]
-        assert dict(ours[0].attributes or {})[names.ATTR_SURFACE] == stand.surface
-        parent = {s.context.span_id: s for s in finished}[ours[0].parent.span_id]
-        assert parent.instrumentation_scope is not None and parent.instrumentation_scope.name == "pydantic-ai"
-        ttfd = [s.value for m in registry.collect() for s in m.samples
-                if s.name == names.PROM_TIME_TO_FIRST_CHUNK + "_count"]  # fmt: skip
-        assert sum(ttfd) == 1, ttfd
-    finally:
-        otelstream.uninstrument()
-        mp.shutdown()
-        tp.shutdown()
+    run = beside_pydantic_ai_instrumentation(lambda: pydantic_ai.Agent(_model(provider, server.base_url, "completed")))
+    assert run.texts == ["Hel", "lo"] + (["!"] if provider == "google" else [])
+    assert dict(run.ours.attributes or {})[names.ATTR_SURFACE] == stand.surface
+    assert run.ttfd_count == 1, run.ttfd_count

@@ -30,34 +30,12 @@ from typing import Any
 from otelstream import _guard, names
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
-from otelstream.adapters.body_readers import bind_response
-from otelstream.adapters.calls import (
-    CURRENT,
-    KEY,
-    RUNTIME,
-    Call,
-    begin_call,
-    bind_to,
-    call_on,
-    current_unbound,
-    observed_call,
-    watch,
-)
-from otelstream.adapters.close_ownership import stream_close_wrapper
-from otelstream.adapters.exceptions import classify_common, error_type_of
-from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
-from otelstream.adapters.request import (
-    call_of_response,
-    header,
-    name_on_request,
-    path_of,
-    request_of,
-    request_params,
-    request_wrappers,
-    server_of_client,
-)
+from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, Call, begin_call, call_on
+from otelstream.adapters.exceptions import sdk_classifier
+from otelstream.adapters.observing import observe_async, observe_sync
+from otelstream.adapters.request import path_of, request_of, request_params, server_of_client
+from otelstream.adapters.stream_objects import bind_stream, stream_patches, stream_request_wrappers
 from otelstream.core.report import StreamStart
-from otelstream.names import EndReason
 
 
 def _provider(client: Any, host: str | None) -> str:
@@ -87,36 +65,9 @@ def _start(client: Any, options: Any) -> StreamStart | None:
     )
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> Call | None:
-    if not kwargs.get("stream"):
-        return None
-    start = _start(client, args[1] if len(args) > 1 else kwargs.get("options"))
+def _begin(client: Any, options: Any, scopes: tuple[str, ...]) -> Call | None:
+    start = _start(client, options)
     return None if start is None else begin_call(start, scopes=scopes)
-
-
-_errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
-
-
-def classify(exc: BaseException) -> tuple[EndReason, str | None]:
-    """docs/telemetry.md: an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200
-    (``_streaming.py:99-112``) → error; APIConnectionError → transport_error; raw httpx2 transport errors, which
-    anthropic does not wrap mid-stream, → transport_error (``classify_common``)."""
-    global _errors
-    if _errors is None:
-        import anthropic
-
-        _errors = (anthropic.APIConnectionError, anthropic.APIError, anthropic.AnthropicError)
-    conn_error, api_error, base_error = _errors
-    if isinstance(exc, conn_error):
-        return EndReason.TRANSPORT_ERROR, None
-    if isinstance(exc, api_error):
-        return EndReason.ERROR, error_type_of(exc) or _body_error_type(exc)
-    common = classify_common(exc)
-    if common is not None:
-        return common
-    if isinstance(exc, base_error):
-        return EndReason.ERROR, None
-    return EndReason.TRANSPORT_ERROR, None  # not a provider code: the exception's type decides the error class
 
 
 def _body_error_type(exc: BaseException) -> str | None:
@@ -126,27 +77,13 @@ def _body_error_type(exc: BaseException) -> str | None:
     return value[:64] if isinstance(value, str) and value else None
 
 
+# an in-band ``event: error`` reaches the caller as ``APIStatusError`` with status 200 (``_streaming.py:99-112``) →
+# error, of the type its body names; APIConnectionError → transport_error; raw httpx2 transport errors, which
+# anthropic does not wrap mid-stream, → transport_error (``classify_common``)
+classify = sdk_classifier("anthropic", "AnthropicError", _body_error_type)
+
+
 # --- the call ---------------------------------------------------------------------------------------------
-def _after_request(call: Call, result: Any) -> None:
-    try:
-        if call.bound:
-            return
-        http = getattr(result, "http_response", None)
-        if http is not None:  # with_raw_response / with_streaming_response: the Stream comes with .parse()
-            name_on_request(call, http)
-            bind_response(call, http)
-            watch(call, result)
-        else:
-            _late_bind(call, result)
-    except Exception as exc:
-        _guard.report("anthropic.after_request", exc)
-
-
-_request_sync, _request_async = request_wrappers(
-    _begin, _after_request, "anthropic.request", (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
-)
-
-
 def _late_bind(call: Call, stream: Any) -> None:
     """``uninstrument()`` removed the patches between this call's request and the building of its Stream: set the
     Stream's lazy iterator (``_streaming.py:47-51``) to an observed one now, so the stream is still reported once."""
@@ -164,6 +101,11 @@ def _late_bind(call: Call, stream: Any) -> None:
     state["_iterator"] = observe_async(inner, taken, classify) if hasattr(inner, "__anext__") else observe_sync(
         inner, taken, classify
     )
+
+
+_request_sync, _request_async = stream_request_wrappers(
+    _begin, _late_bind, "anthropic", (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC)
+)
 
 
 def _attempt_enter(call: Call) -> object:
@@ -236,26 +178,8 @@ def _stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
 
 
 def _bind(stream: Any, known: Call | None = None) -> None:
-    if call_on(stream) is not None:
-        return
-    response = stream.response
-    call = known or call_of_response(response) or current_unbound()
-    if call is None:
-        options = getattr(stream, "_options", None)
-        start = _start(getattr(stream, "_client", None), options) if options is not None else None
-        if start is None:
-            return
-        scope = _patch.ANTHROPIC_ASYNC if hasattr(stream, "__anext__") else _patch.ANTHROPIC
-        call = begin_call(start, scopes=(scope,))
-        if call is None:
-            return
-    if call.bound:
-        return
-    call.bound = True
-    bind_to(stream, call)  # copied into the iterating copy by copy(self) (_streaming.py:51)
-    call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
-    bind_response(call, response)
-    watch(call, stream)
+    if call_on(stream) is None:
+        bind_stream(stream, known, _begin, (_patch.ANTHROPIC, _patch.ANTHROPIC_ASYNC))
 
 
 def _take(instance: Any) -> Call | None:
@@ -269,24 +193,7 @@ def _take(instance: Any) -> Call | None:
     return call if call is not None and not call.observed else None
 
 
-_stream = stream_wrapper(_take, classify, "anthropic.stream")
-
-
-def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    gen = wrapped(*args, **kwargs)
-    call = observed_call(instance)
-    return gen if call is None else tap_sync(gen, call, True)
-
-
-def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    agen = wrapped(*args, **kwargs)
-    call = observed_call(instance)
-    return agen if call is None else tap_async(agen, call, True)
-
-
 _SYNC, _ASYNC = (_patch.ANTHROPIC,), (_patch.ANTHROPIC_ASYNC,)
-_CLOSE = (names.MEASURE_CALLER_CLOSE,)
-_close = stream_close_wrapper("anthropic.close")
 
 PATCHES = (
     # anthropic 1.x has no call span, so no _request below request(): its request() is the same choke point
@@ -300,21 +207,9 @@ PATCHES = (
           scopes=_ASYNC),
     Patch("anthropic._streaming", "Stream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
     Patch("anthropic._streaming", "AsyncStream.__init__", _stream_init, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
-    Patch("anthropic._streaming", "Stream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
-    # a close the caller asked for (context exits call it): reported at once, whatever the SDK does inside it
-    Patch("anthropic._streaming", "Stream.close", _close, measures=_CLOSE, scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
-    Patch("anthropic.lib.streaming._messages", "MessageStream.close", _close, measures=_CLOSE, scopes=_SYNC),
-    Patch("anthropic.lib.streaming._messages", "AsyncMessageStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
-    Patch("anthropic.lib.streaming._beta_messages", "BetaMessageStream.close", _close, measures=_CLOSE,
-          scopes=_SYNC),
-    Patch("anthropic.lib.streaming._beta_messages", "BetaAsyncMessageStream.close", _close, measures=_CLOSE,
-          scopes=_ASYNC),
-    # the pings the SDK skips: without this tap they cannot be counted (and a wait ends when the item arrives, not
-    # when its frame was decoded: the SDK's own work on the event is then counted as wait)
-    Patch("anthropic._streaming", "Stream._iter_events", _iter_events_sync,
-          measures=(names.MEASURE_KEEPALIVES,), scopes=_SYNC),
-    Patch("anthropic._streaming", "AsyncStream._iter_events", _iter_events_async,
-          measures=(names.MEASURE_KEEPALIVES,), scopes=_ASYNC),
+    # the pings the SDK skips: without the _iter_events tap they cannot be counted
+    *stream_patches("anthropic", _take, classify, True, (names.MEASURE_KEEPALIVES,), (_SYNC, _ASYNC), helpers=(
+        ("anthropic.lib.streaming._messages", "MessageStream", "AsyncMessageStream"),
+        ("anthropic.lib.streaming._beta_messages", "BetaMessageStream", "BetaAsyncMessageStream"),
+    )),
 )

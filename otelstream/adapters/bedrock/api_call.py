@@ -16,15 +16,14 @@ service ``bedrock-runtime``; every other call passes untouched after two string 
 from __future__ import annotations
 
 import json
-import math
 import weakref
 from typing import Any
-from urllib.parse import urlsplit
 
 from otelstream import _guard, names
 from otelstream.adapters import _patch
 from otelstream.adapters.bedrock.failures import error_code, first, is_cancel, request_id
 from otelstream.adapters.calls import CURRENT, RUNTIME, Call, begin_call, bind_to, finish, watch
+from otelstream.adapters.request import ParamKeys, request_params, server_of_url
 from otelstream.core.report import StreamStart
 from otelstream.names import EndReason
 
@@ -61,38 +60,10 @@ def _body(params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _params_of(inference: object) -> dict[str, Any]:
-    """ConverseStream's ``inferenceConfig`` as the span's request parameters."""
-    out: dict[str, Any] = {}
-    if not isinstance(inference, dict):
-        return out
-    if type(inference.get("maxTokens")) is int:
-        out["request_max_tokens"] = inference["maxTokens"]
-    for key, field in (("temperature", "request_temperature"), ("topP", "request_top_p")):
-        number = _finite(inference.get(key))
-        if number is not None:
-            out[field] = number
-    return out
-
-
-def _finite(value: object) -> float | None:
-    if (type(value) is int or type(value) is float) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def _invoke_params(body: dict[str, Any] | None) -> dict[str, Any]:
-    """An Anthropic model's invoke body (``max_tokens``, ``temperature``, ``top_p``) as the span's parameters."""
-    out: dict[str, Any] = {}
-    if body is None:
-        return out
-    if type(body.get("max_tokens")) is int:
-        out["request_max_tokens"] = body["max_tokens"]
-    for key, field in (("temperature", "request_temperature"), ("top_p", "request_top_p")):
-        number = _finite(body.get(key))
-        if number is not None:
-            out[field] = number
-    return out
+# where each operation's request names the span's parameters: ConverseStream's ``inferenceConfig``, an Anthropic
+# model's invoke body
+_CONVERSE_PARAMS = ParamKeys(("maxTokens",), "temperature", "topP", None)
+_INVOKE_PARAMS = ParamKeys(("max_tokens",), "temperature", "top_p", None)
 
 
 def surface_of(operation: str, model_id: object, body: dict[str, Any] | None) -> str:
@@ -105,17 +76,6 @@ def surface_of(operation: str, model_id: object, body: dict[str, Any] | None) ->
     if family == "anthropic" or (body is not None and "anthropic_version" in body):
         return names.MESSAGES
     return names.CONVERSE
-
-
-def _server(endpoint_url: object) -> tuple[str | None, int | None]:
-    if not isinstance(endpoint_url, str):
-        return None, None
-    try:
-        parts = urlsplit(endpoint_url)
-        port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
-        return parts.hostname, port
-    except ValueError:
-        return None, None
 
 
 def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scope: str) -> Call | None:
@@ -135,8 +95,11 @@ def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scope: st
         _HOOKED.add(events)
     model = params.get("modelId")
     body = _body(params) if operation == INVOKE_STREAM else None
-    extra = _params_of(params.get("inferenceConfig")) if operation == CONVERSE_STREAM else _invoke_params(body)
-    host, port = _server(meta.endpoint_url)
+    if operation == CONVERSE_STREAM:
+        extra = request_params(params.get("inferenceConfig"), _CONVERSE_PARAMS)
+    else:
+        extra = request_params(body, _INVOKE_PARAMS)
+    host, port = server_of_url(meta.endpoint_url)
     start = StreamStart(
         surface=surface_of(operation, model, body),
         provider=names.PROVIDER_BEDROCK,

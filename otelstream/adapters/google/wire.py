@@ -21,14 +21,13 @@ one WARNING (``SEND_SEEN``), and the stream reports its times from the send as u
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from otelstream import _guard, names
 from otelstream.adapters import _patch
 from otelstream.adapters._patch import T_REQUEST_MEASURES, Fact, Patch
 from otelstream.adapters.calls import CURRENT, RUNTIME, Call
 from otelstream.adapters.exceptions import classify_common, is_cancel
-from otelstream.adapters.request import header
+from otelstream.adapters.request import header, server_of_url
 from otelstream.core.protocols._fields import fields
 from otelstream.core.report import StreamStart
 from otelstream.names import EndReason
@@ -65,17 +64,6 @@ def _is_vertex(api: Any, model: str | None, base_url: str | None) -> bool:
     return bool(base_url and "aiplatform.googleapis.com" in base_url)
 
 
-def _server(base_url: str | None) -> tuple[str | None, int | None]:
-    if not base_url:
-        return None, None
-    try:
-        parts = urlsplit(base_url)
-        port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
-        return parts.hostname, port
-    except ValueError:
-        return None, None
-
-
 def _config_params(config: object) -> dict[str, Any]:
     f = fields(config)
     out: dict[str, Any] = {}
@@ -102,7 +90,7 @@ def start_of(api: Any, model: object, config: object) -> StreamStart:
         base_url = None
     base = base_url if isinstance(base_url, str) else None
     name = model[:256] if isinstance(model, str) else None
-    host, port = _server(base)
+    host, port = server_of_url(base)
     return StreamStart(
         surface=names.GENERATE_CONTENT,
         provider=names.PROVIDER_VERTEX if _is_vertex(api, name, base) else names.PROVIDER_GEMINI,

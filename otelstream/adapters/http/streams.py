@@ -46,7 +46,7 @@ from otelstream.adapters.exceptions import is_cancel
 from otelstream.adapters.http import bedrock_bodies
 from otelstream.adapters.http.body import attach, is_sse, read_already, status_ok
 from otelstream.adapters.http.decoding import Observed
-from otelstream.adapters.request import header, http_send, ratelimits_of, server_of
+from otelstream.adapters.request import header, http_send, ratelimits_of, server_of, tracker_hints
 from otelstream.core.report import StreamStart
 
 MAX_BODY = 512 * 1024  # request bodies parsed for the model and flags; a larger body is not read (model unknown)
@@ -151,13 +151,6 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Obse
     """Start the call (the span, on the caller's thread); None when instrumentation is off."""
     url = request.url
     model = _gemini_model(url.path) if surface == names.GENERATE_CONTENT else body.get("model")
-    kwargs: dict[str, Any] = {}
-    if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
-        n = body.get("n")
-        if type(n) is int and n > 0:
-            kwargs["expected_choices"] = n
-        options = body.get("stream_options")
-        kwargs["usage_requested"] = bool(isinstance(options, dict) and options.get("include_usage"))
     host, port = server_of(url)
     start = StreamStart(
         surface=surface,
@@ -168,7 +161,7 @@ def _begin(request: Any, surface: str, body: dict[str, Any], scope: str) -> Obse
         api_type=_API_TYPE.get(surface),
         t_request_ns=RUNTIME.clock(),
     )
-    call = begin_call(start, scopes=(scope,), **kwargs)
+    call = begin_call(start, scopes=(scope,), **tracker_hints(surface, body))
     if call is None:
         return None
     call.observed = True

@@ -27,34 +27,13 @@ from typing import Any
 
 from otelstream import _guard, names
 from otelstream.adapters import _patch, inventory
-from otelstream.adapters._patch import LIFECYCLE_MEASURES, REQUEST_MEASURES, SEND_MEASURES, Patch
-from otelstream.adapters.body_readers import bind_response
-from otelstream.adapters.calls import (
-    CURRENT,
-    KEY,
-    RUNTIME,
-    Call,
-    begin_call,
-    bind_to,
-    call_on,
-    current_unbound,
-    observed_call,
-    watch,
-)
-from otelstream.adapters.close_ownership import stream_close_wrapper
-from otelstream.adapters.exceptions import classify_common, error_type_of
-from otelstream.adapters.observing import observe_async, observe_sync, stream_wrapper, tap_async, tap_sync
-from otelstream.adapters.request import (
-    call_of_response,
-    header,
-    name_on_request,
-    path_of,
-    request_params,
-    request_wrappers,
-    server_of_client,
-)
+from otelstream.adapters._patch import REQUEST_MEASURES, SEND_MEASURES, Patch
+from otelstream.adapters.calls import CURRENT, KEY, RUNTIME, Call, begin_call, call_on
+from otelstream.adapters.exceptions import sdk_classifier
+from otelstream.adapters.observing import observe_async, observe_sync
+from otelstream.adapters.request import path_of, request_params, server_of_client, tracker_hints
+from otelstream.adapters.stream_objects import bind_stream, stream_patches, stream_request_wrappers
 from otelstream.core.report import StreamStart
-from otelstream.names import EndReason
 
 _API_TYPE = {
     names.RESPONSES: "responses",
@@ -97,13 +76,7 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
     params = params if isinstance(params, dict) else {}
     model = body.get("model")
     host, port = server_of_client(getattr(client, "base_url", None))
-    kwargs: dict[str, Any] = {}
-    if surface in (names.CHAT_COMPLETIONS, names.COMPLETIONS):
-        n = body.get("n")
-        if type(n) is int and n > 0:
-            kwargs["expected_choices"] = n
-        stream_options = body.get("stream_options")
-        kwargs["usage_requested"] = bool(isinstance(stream_options, dict) and stream_options.get("include_usage"))
+    kwargs = tracker_hints(surface, body)
     after = params.get("starting_after")
     if retrieve and type(after) is int:
         kwargs["starting_after"] = after
@@ -121,18 +94,11 @@ def _start(client: Any, options: Any) -> tuple[StreamStart, dict[str, Any]] | No
     return start, kwargs
 
 
-def _options_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return args[1] if len(args) > 1 else kwargs.get("options")
-
-
 def _scopes(start: StreamStart, scopes: tuple[str, ...]) -> tuple[str, ...]:
     return (*scopes, _patch.OPENAI_RESUME) if start.resumed else scopes
 
 
-def _begin(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[str, ...]) -> Call | None:
-    if not kwargs.get("stream"):
-        return None
-    options = _options_arg(args, kwargs)
+def _begin(client: Any, options: Any, scopes: tuple[str, ...]) -> Call | None:
     found = _start(client, options)
     if found is None:
         return None
@@ -152,53 +118,12 @@ def _known_response_id(call: Call, options: Any) -> None:
         call.tracker.response_id = rid[:128]
 
 
-_errors: tuple[type[BaseException], type[BaseException], type[BaseException]] | None = None
-
-
-def classify(exc: BaseException) -> tuple[EndReason, str | None]:
-    """docs/telemetry.md: APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band
-    ``{"error": …}`` raised as APIError, ``_streaming.py:95-108``) → error; the rest per ``classify_common``."""
-    global _errors
-    if _errors is None:
-        import openai
-
-        _errors = (openai.APIConnectionError, openai.APIError, openai.OpenAIError)
-    conn_error, api_error, base_error = _errors
-    if isinstance(exc, conn_error):
-        return EndReason.TRANSPORT_ERROR, None
-    if isinstance(exc, api_error):
-        return EndReason.ERROR, error_type_of(exc)
-    common = classify_common(exc)
-    if common is not None:
-        return common
-    if isinstance(exc, base_error):
-        return EndReason.ERROR, None
-    return EndReason.TRANSPORT_ERROR, None  # not a provider code: the exception's type decides the error class
+# APIConnectionError/APITimeoutError → transport_error; any other OpenAIError (in-band ``{"error": …}`` raised as
+# APIError, ``_streaming.py:95-108``) → error; the rest per ``classify_common``
+classify = sdk_classifier("openai", "OpenAIError")
 
 
 # --- the call: request() and the per-attempt send ---------------------------------------------------------
-def _after_request(call: Call, result: Any) -> None:
-    """``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later
-    by ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``). Until then watch the raw response."""
-    try:
-        if call.bound:
-            return
-        http = getattr(result, "http_response", None)
-        if http is not None:
-            name_on_request(call, http)
-            bind_response(call, http)
-            watch(call, result)
-        else:
-            _late_bind(call, result)
-    except Exception as exc:
-        _guard.report("openai.after_request", exc)
-
-
-_request_sync, _request_async = request_wrappers(
-    _begin, _after_request, "openai.request", (_patch.OPENAI, _patch.OPENAI_ASYNC)
-)
-
-
 def _late_bind(call: Call, stream: Any) -> None:
     """``uninstrument()`` removed the patches between this call's request and the building of its Stream: observe the
     Stream's generator here, so a stream whose request was sent instrumented is still reported, exactly once.
@@ -215,6 +140,13 @@ def _late_bind(call: Call, stream: Any) -> None:
     stream._iterator = observe_async(it, call, classify) if hasattr(it, "__anext__") else observe_sync(
         it, call, classify
     )
+
+
+# ``with_raw_response`` / ``with_streaming_response`` return the response wrapper; the Stream is built later by
+# ``.parse()`` (``_legacy_response.py:229``, ``_response.py:160``)
+_request_sync, _request_async = stream_request_wrappers(
+    _begin, _late_bind, "openai", (_patch.OPENAI, _patch.OPENAI_ASYNC)
+)
 
 
 def _send_enter(call: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -282,43 +214,7 @@ async def _send_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs
 
 # --- the Stream -----------------------------------------------------------------------------------------
 def _bind(stream: Any, known: Call | None = None) -> Call | None:
-    response = stream.response
-    call = known or call_of_response(response) or current_unbound()
-    if call is None:
-        # built outside a patched request (by hand, or the request patch is missing in this SDK version)
-        options = getattr(stream, "_options", None)
-        found = _start(getattr(stream, "_client", None), options) if options is not None else None
-        if found is None:
-            return None
-        scope = _patch.OPENAI_ASYNC if hasattr(stream, "__anext__") else _patch.OPENAI
-        call = begin_call(found[0], scopes=_scopes(found[0], (scope,)), **found[1])
-        if call is None:
-            return None
-        if found[0].resumed:
-            _known_response_id(call, options)
-    if call.bound:
-        return None
-    call.bound = True
-    bind_to(stream, call)
-    call.tracker.request_id = header(response, names.REQUEST_ID_HEADERS)
-    bind_response(call, response)
-    watch(call, stream)
-    return call
-
-
-_stream = stream_wrapper(_bind, classify, "openai.stream")
-
-
-def _iter_events_sync(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    gen = wrapped(*args, **kwargs)
-    call = observed_call(instance)
-    return gen if call is None else tap_sync(gen, call, False)
-
-
-def _iter_events_async(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    agen = wrapped(*args, **kwargs)
-    call = observed_call(instance)
-    return agen if call is None else tap_async(agen, call, False)
+    return bind_stream(stream, known, _begin, (_patch.OPENAI, _patch.OPENAI_ASYNC))
 
 
 def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -334,12 +230,9 @@ def _response_stream_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
     return result
 
 
-# What the _iter_events tap alone observes (without it a wait also ends when the item arrives, not when its frame
-# was decoded: the SDK's own work on the event then counts as wait)
+# what the _iter_events tap alone observes besides the frames' timing
 _RAW_SSE = (names.MEASURE_DONE_SENTINEL, names.MEASURE_EVENT_NAMES)
 _SYNC, _ASYNC = (_patch.OPENAI,), (_patch.OPENAI_ASYNC,)
-_CLOSE = (names.MEASURE_CALLER_CLOSE,)
-_close = stream_close_wrapper("openai.close")
 
 PATCHES = (
     Patch("openai._base_client", "SyncAPIClient.request", _request_sync, measures=REQUEST_MEASURES, scopes=_SYNC),
@@ -348,20 +241,10 @@ PATCHES = (
     Patch("openai._base_client", "AsyncAPIClient._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
     Patch("openai._client", "OpenAI._send_request", _send_sync, measures=SEND_MEASURES, scopes=_SYNC),
     Patch("openai._client", "AsyncOpenAI._send_request", _send_async, measures=SEND_MEASURES, scopes=_ASYNC),
-    Patch("openai._streaming", "Stream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream.__stream__", _stream, measures=LIFECYCLE_MEASURES, scopes=_ASYNC),
-    Patch("openai._streaming", "Stream._iter_events", _iter_events_sync, measures=_RAW_SSE, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream._iter_events", _iter_events_async, measures=_RAW_SSE, scopes=_ASYNC),
-    # a close the caller asked for (context exits call it): reported at once, whatever the SDK does inside it
-    Patch("openai._streaming", "Stream.close", _close, measures=_CLOSE, scopes=_SYNC),
-    Patch("openai._streaming", "AsyncStream.close", _close, measures=_CLOSE, scopes=_ASYNC),
-    Patch("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", _close, measures=_CLOSE,
-          scopes=_SYNC),
-    Patch("openai.lib.streaming.chat._completions", "AsyncChatCompletionStream.close", _close, measures=_CLOSE,
-          scopes=_ASYNC),
-    Patch("openai.lib.streaming.responses._responses", "ResponseStream.close", _close, measures=_CLOSE, scopes=_SYNC),
-    Patch("openai.lib.streaming.responses._responses", "AsyncResponseStream.close", _close, measures=_CLOSE,
-          scopes=_ASYNC),
+    *stream_patches("openai", _bind, classify, False, _RAW_SSE, (_SYNC, _ASYNC), helpers=(
+        ("openai.lib.streaming.chat._completions", "ChatCompletionStream", "AsyncChatCompletionStream"),
+        ("openai.lib.streaming.responses._responses", "ResponseStream", "AsyncResponseStream"),
+    )),
     # the helper's client-side filter (starting_after): without it the first delta could be a replayed one
     Patch("openai.lib.streaming.responses._responses", "ResponseStream.__init__", _response_stream_init,
           measures=(names.MEASURE_TIME_TO_FIRST_DELTA,), scopes=(_patch.OPENAI_RESUME,)),

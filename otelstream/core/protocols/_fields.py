@@ -52,6 +52,15 @@ def field_or_extra(obj: object, key: str) -> Any:
     return extra(obj, key) if value is None else value
 
 
+def listed(tracker: StreamState, value: object, what: str) -> list[Any] | tuple[()]:
+    """The items of a chunk's list field (Chat's ``choices``, Gemini's ``candidates``): the list itself; none, and a
+    ``bad_field`` anomaly naming ``what``, when the field is not a list."""
+    if type(value) is list:
+        return value
+    tracker.anomaly(names.ANOM_BAD_FIELD, what)
+    return ()
+
+
 def nonempty(value: object) -> bool:
     return isinstance(value, str) and value != ""
 

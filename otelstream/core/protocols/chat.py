@@ -22,6 +22,7 @@ from otelstream.core.protocols._fields import (
     extra,
     fields,
     inband_error,
+    listed,
     name_response,
     nonempty,
     read_usage,
@@ -124,45 +125,42 @@ def observe_chat(t: StreamState, d: dict[str, Any], name: object, ev: object = N
     finish_seen = False
     choices = d.get("choices")
     if choices:
-        if type(choices) is not list:
-            t.anomaly(names.ANOM_BAD_FIELD, "choices")
-        else:
-            was_terminal = t.terminal
-            for choice in choices:
-                try:
-                    c = choice.__dict__
-                except AttributeError:
-                    if type(choice) is not dict:
-                        t.anomaly(names.ANOM_BAD_FIELD, "choice")
-                        continue
-                    c = choice
-                if kind != DELTA:
-                    if chat:
-                        delta = c.get("delta")
-                        try:
-                            dl = delta.__dict__
-                        except AttributeError:
-                            dl = delta if type(delta) is dict else EMPTY
-                        content = dl.get("content")
-                        if type(content) is str and content != "":
-                            kind = DELTA
-                        elif (found := _chat_delta_rest(delta, dl)) != OTHER:
-                            kind = found
-                    else:
-                        text = c.get("text")
-                        if type(text) is str and text != "":
-                            kind = DELTA
-                index = c.get("index", 0)
-                if index != t.last_choice:  # the same choice as the chunk before: known already
-                    index = t.choice_seen(index)
-                reason = c.get("finish_reason")
-                if reason is not None and index is not None and isinstance(reason, str):
-                    finish_seen = True
-                    _finished(t, index, reason)
-            # new output after the answer ended (a choice first seen now reopens it); a chunk without any (OpenRouter
-            # repeats the finish_reason) is ordinary traffic
-            if kind != OTHER and was_terminal and t.terminal:
-                t.after_terminal()
+        was_terminal = t.terminal
+        for choice in listed(t, choices, "choices"):  # none when not a list: then no output, nothing reopened
+            try:
+                c = choice.__dict__
+            except AttributeError:
+                if type(choice) is not dict:
+                    t.anomaly(names.ANOM_BAD_FIELD, "choice")
+                    continue
+                c = choice
+            if kind != DELTA:
+                if chat:
+                    delta = c.get("delta")
+                    try:
+                        dl = delta.__dict__
+                    except AttributeError:
+                        dl = delta if type(delta) is dict else EMPTY
+                    content = dl.get("content")
+                    if type(content) is str and content != "":
+                        kind = DELTA
+                    elif (found := _chat_delta_rest(delta, dl)) != OTHER:
+                        kind = found
+                else:
+                    text = c.get("text")
+                    if type(text) is str and text != "":
+                        kind = DELTA
+            index = c.get("index", 0)
+            if index != t.last_choice:  # the same choice as the chunk before: known already
+                index = t.choice_seen(index)
+            reason = c.get("finish_reason")
+            if reason is not None and index is not None and isinstance(reason, str):
+                finish_seen = True
+                _finished(t, index, reason)
+        # new output after the answer ended (a choice first seen now reopens it); a chunk without any (OpenRouter
+        # repeats the finish_reason) is ordinary traffic
+        if kind != OTHER and was_terminal and t.terminal:
+            t.after_terminal()
     usage = d.get("usage")
     if usage is None and (finish_seen or not choices):
         # Groq (compound) reports usage only as x_groq.usage, on the last chunks: a vendor extra, read there only

@@ -95,22 +95,22 @@ def observe_converse(t: StreamState, d: dict[str, Any], name: object, ev: object
     return OTHER
 
 
+# a delta's block kinds whose string is nested: (the block, its string's key, what a non-empty string is)
+_NESTED_KINDS = (("toolUse", "input", DELTA), ("reasoningContent", "text", REASONING))
+
+
 def _delta_kind(delta: dict[str, Any]) -> int:
     text = delta.get("text")
     if type(text) is str and text:
         return DELTA
-    tool = delta.get("toolUse")
-    if tool is not None:
-        arguments = fields(tool).get("input")
-        if type(arguments) is str and arguments:
-            return DELTA
     if delta.get("citation"):
         return DELTA
-    reasoning = delta.get("reasoningContent")
-    if reasoning is not None:
-        thought = fields(reasoning).get("text")
-        if type(thought) is str and thought:
-            return REASONING
+    for block, key, kind in _NESTED_KINDS:  # output (tool arguments) before reasoning
+        value = delta.get(block)
+        if value is not None:
+            nested = fields(value).get(key)
+            if type(nested) is str and nested:
+                return kind
     return OTHER
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from otelstream import names
 from otelstream.core.errors import ErrorFields, code_text, status_in_body
-from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, read_usage
+from otelstream.core.protocols._fields import DELTA, EMPTY, OTHER, REASONING, fields, listed, read_usage
 
 if TYPE_CHECKING:
     from otelstream.core.side_objects import Tokens
@@ -53,25 +53,22 @@ def observe_generate_content(t: StreamState, d: dict[str, Any], name: object, ev
     kind = OTHER
     candidates = d.get("candidates")
     if candidates:
-        if type(candidates) is not list:
-            t.anomaly(names.ANOM_BAD_FIELD, "candidates")
-        else:
-            was_terminal = t.terminal
-            for cand in candidates:
-                c = fields(cand)
-                if not c:
-                    t.anomaly(names.ANOM_BAD_FIELD, "candidate")
-                    continue
-                if kind != DELTA:
-                    found = _parts_kind(fields(c.get("content")).get("parts"))
-                    if found != OTHER:
-                        kind = found
-                index = t.choice_seen(c.get("index", 0))
-                reason = _get(c, "finishReason", "finish_reason")
-                if index is not None and isinstance(reason, str) and reason:
-                    _finished(t, index, reason)
-            if kind != OTHER and was_terminal:
-                t.after_terminal()  # new output after every candidate had finished
+        was_terminal = t.terminal
+        for cand in listed(t, candidates, "candidates"):  # none when not a list: then no output, nothing reopened
+            c = fields(cand)
+            if not c:
+                t.anomaly(names.ANOM_BAD_FIELD, "candidate")
+                continue
+            if kind != DELTA:
+                found = _parts_kind(fields(c.get("content")).get("parts"))
+                if found != OTHER:
+                    kind = found
+            index = t.choice_seen(c.get("index", 0))
+            reason = _get(c, "finishReason", "finish_reason")
+            if index is not None and isinstance(reason, str) and reason:
+                _finished(t, index, reason)
+        if kind != OTHER and was_terminal:
+            t.after_terminal()  # new output after every candidate had finished
     else:
         feedback = _get(d, "promptFeedback", "prompt_feedback")
         if feedback is not None:
