@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import importlib.util
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -22,6 +23,7 @@ from otelstream.demo import faults as F
 from otelstream.demo.exchange import FAULT_HEADER
 from otelstream.demo.plan import BEDROCK_INVOKE, Job, Lanes
 
+GEMINI_FLOOR: Final = (1, 50)
 SHORT_TIMEOUT_S: Final = 0.5  # `no_headers`: the read timeout that makes it an http_error
 TIMEOUT_S: Final = 30.0
 _PROMPT: Final = "Say hello."
@@ -39,7 +41,20 @@ def available_lanes() -> Lanes:
             return False
 
     bedrock = has("boto3")
-    return Lanes(gemini=has("google.genai"), bedrock=bedrock, bedrock_async=bedrock and has("aiobotocore"))
+    return Lanes(gemini=_gemini_at_floor(), bedrock=bedrock, bedrock_async=bedrock and has("aiobotocore"))
+
+
+def _gemini_at_floor() -> bool:
+    """google-genai from GEMINI_FLOOR (the demo extra's): before it the SDK drops an in-band error object and the
+    stream reads as cut, so the demo's `error` would not match its plan."""
+    from importlib import metadata
+
+    try:
+        release = metadata.version("google-genai")
+    except metadata.PackageNotFoundError:
+        return False
+    numbers = tuple(int(part) for part in re.findall(r"\d+", release)[:2])
+    return numbers >= GEMINI_FLOOR
 
 
 def is_cloud(job: Job) -> bool:
@@ -111,9 +126,13 @@ async def open_async(clients: CloudClients) -> None:
 
 
 async def close_cloud_clients(clients: CloudClients) -> None:
-    if clients.gemini is not None:
-        clients.gemini.close()
-        await clients.gemini.aio.aclose()
+    if clients.gemini is not None:  # (releases before close() and aclose() free their connections when collected)
+        close = getattr(clients.gemini, "close", None)
+        aclose = getattr(clients.gemini.aio, "aclose", None)
+        if close is not None:
+            close()
+        if aclose is not None:
+            await aclose()
     for client in (clients.bedrock, clients.bedrock_short):
         if client is not None:
             client.close()
