@@ -1,8 +1,9 @@
 """The demo's Gemini and Bedrock callers: google-genai's ``generate_content_stream`` and boto3's (aiobotocore's,
 async) ``converse_stream`` and ``invoke_model_with_response_stream`` against the fake provider, each stream handed
 back with the way its caller closes it. Bedrock clients get the provider as ``endpoint_url``, dummy credentials and
-retries off; the fault rides in the same request header as on the other surfaces (Bedrock: added by a
-``request-created`` handler from a context variable, the only per-call header hook botocore has).
+retries off; the fault rides in the same request header as on the other surfaces (google-genai: the call's
+``http_options``; Bedrock, whose calls take no headers: a ``request-created`` event handler adds it from a context
+variable the job sets).
 
 The SDKs are imported here, inside functions, only when the lane runs: the demo works without them.
 """

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from otelstream.demo import faults as F
+from otelstream.demo.cloud_drive import available_lanes, open_async
 from otelstream.demo.drive import Clients, Progress, close_clients, drive, make_clients, warm_up
 from otelstream.demo.plan import ALL_LANES, Job, Lanes, expected_by_surface, models_by_surface, plan, servable
 from otelstream.demo.serving import Terminated, serve_forever, sigterm_as_ctrl_c
@@ -118,8 +119,6 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         if not quiet:
             print(f"  {step}", file=out, flush=True)
 
-    from otelstream.demo.cloud_drive import available_lanes, open_async
-
     lanes = available_lanes()
     say(f"loading the {_sdk_names(lanes)} SDKs, OpenTelemetry and prometheus_client …")
     t_load = time.monotonic()
@@ -169,7 +168,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         say(f"instrumented; streaming {len(jobs)} streams, {min(args.concurrency, len(jobs))} at a time")
         progress = Progress(len(jobs), enabled=not getattr(args, "quiet", False))
         t0 = time.monotonic()
-        raised = asyncio.run(_drive_and_close(jobs, clients, args.concurrency, progress, open_async))
+        raised = asyncio.run(_drive_and_close(jobs, clients, args.concurrency, progress))
         elapsed = time.monotonic() - t0
         flush(timeout=10.0)
         exposition = generate_latest(registry).decode()
@@ -189,9 +188,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         provider.close()
 
 
-async def _drive_and_close(
-    jobs: list[Job], clients: Clients, concurrency: int, progress: Progress, open_async: Any
-) -> dict[str, int]:
+async def _drive_and_close(jobs: list[Job], clients: Clients, concurrency: int, progress: Progress) -> dict[str, int]:
     try:
         await open_async(clients.cloud)  # aiobotocore's clients, in this event loop (before the clock starts)
         return await drive(jobs, clients, concurrency, progress)
@@ -231,7 +228,8 @@ def _print_result(result: DemoResult, args: argparse.Namespace, out: Any) -> Non
     served: dict[str, int] = {}
     for job in result.jobs:
         served[job.fault] = served.get(job.fault, 0) + 1
-    print(f"\nfaults served: {', '.join(f'{f} {c}' for f, c in served.items())}", file=out)
+    in_mix_order = [(f, served[f]) for f, _ in F.FaultMix.parse(args.faults).weights if served.get(f)]
+    print(f"\nfaults served: {', '.join(f'{f} {c}' for f, c in in_mix_order)}", file=out)
     if result.left_out:
         print(f"left out (no installed SDK serves them): {', '.join(result.left_out)}", file=out)
     lanes = sorted({job.lane for job in result.jobs if job.via})
