@@ -12,7 +12,20 @@ from typing import Any, Final
 
 from otelstream import names
 from otelstream.demo import faults as F
-from otelstream.demo.events import AFTER, DELTA, DONE, ERROR_EVENT, KEEPALIVE, META, TERMINAL, Event, StreamSpec
+from otelstream.demo.bedrock_bodies import converse_events
+from otelstream.demo.events import (
+    AFTER,
+    DELTA,
+    DONE,
+    ERROR_EVENT,
+    KEEPALIVE,
+    META,
+    TERMINAL,
+    Event,
+    StreamSpec,
+    cut_at,
+)
+from otelstream.demo.gemini_bodies import gemini_events
 
 CREATED_AT: Final = 1_750_000_000  # fixed so that a seed reproduces a body byte for byte
 _ERROR_MESSAGE: Final = "The server had an error processing your request. Sorry about that!"
@@ -27,11 +40,6 @@ class _Seq:
         payload["sequence_number"] = self.next
         self.next += 1
         self.events.append(Event(payload, kind, name if name is not None else str(payload["type"])))
-
-
-def _cut_at(spec: StreamSpec) -> int:
-    """How many deltas a broken stream delivers before it breaks: about half, at least one."""
-    return max(1, len(spec.words) // 2)
 
 
 # --- OpenAI Responses (SSE and WebSocket) ----------------------------------------------------------
@@ -101,7 +109,7 @@ def _responses_events_inner(spec: StreamSpec, websocket: bool) -> list[Event]:
         {"type": "response.content_part.added", "content_index": 0, "item_id": item_id, "output_index": 0, "part": part}
     )
     broken = fault in (F.CUT, F.RESET, F.FAILED, F.ERROR, F.INCOMPLETE)
-    n_deltas = _cut_at(spec) if broken else len(spec.words)
+    n_deltas = cut_at(spec) if broken else len(spec.words)
     for word in spec.words[:n_deltas]:
         s.add(
             {
@@ -239,7 +247,7 @@ def _chat_events(spec: StreamSpec, legacy: bool) -> list[Event]:
         for i in range(n):  # the role-only first chunk: not a delta
             chunk([choice(i, None, None, role=True)], META)
     broken = fault in (F.CUT, F.RESET, F.ERROR, F.INCOMPLETE)
-    n_words = _cut_at(spec) if broken else len(spec.words)
+    n_words = cut_at(spec) if broken else len(spec.words)
     for word in spec.words[:n_words]:
         for i in range(n):  # choices interleave, as recorded with n=2
             chunk([choice(i, word, None)], DELTA)
@@ -289,7 +297,7 @@ def _messages_events(spec: StreamSpec) -> list[Event]:
     add({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
     events.append(Event({"type": "ping"}, KEEPALIVE, "ping"))  # the live API sends one here, every time
     broken = fault in (F.CUT, F.RESET, F.ERROR, F.INCOMPLETE)
-    n_words = _cut_at(spec) if broken else len(spec.words)
+    n_words = cut_at(spec) if broken else len(spec.words)
     for word in spec.words[:n_words]:
         add({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": word}}, DELTA)
     if fault in (F.CUT, F.RESET):
@@ -330,9 +338,13 @@ def build_events(spec: StreamSpec) -> list[Event]:
         events = _chat_events(spec, legacy=True)
     elif surface == names.MESSAGES:
         events = _messages_events(spec)
+    elif surface == names.GENERATE_CONTENT:
+        events = gemini_events(spec)
+    elif surface == names.CONVERSE:
+        events = converse_events(spec)
     else:
         raise ValueError(f"unknown surface {surface!r}")
-    if spec.fault == F.KEEPALIVE and surface != names.RESPONSES_WEBSOCKET:
+    if spec.fault == F.KEEPALIVE and surface in F.SURFACES_BY_FAULT[F.KEEPALIVE]:
         events = _with_keepalives(events, surface)
     return events
 

@@ -1,6 +1,6 @@
 """Driving the demo's streams: the real SDK clients against the fake provider, one job per stream (sync, async,
-WebSocket), each consumed the way its fault asks (read to the end, or abandoned after a few deltas), with a progress
-bar on stderr."""
+WebSocket; Gemini and Bedrock through ``cloud_drive``), each consumed the way its fault asks (read to the end,
+abandoned after a few deltas, or its task cancelled at the first), with a progress bar on stderr."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from otelstream import names
+from otelstream.demo import cloud_drive as C
 from otelstream.demo import faults as F
-from otelstream.demo.plan import MODEL_BY_SURFACE, Job
+from otelstream.demo.plan import BEDROCK_INVOKE, NO_CLOUD, Job, Lanes
 
 ABANDON_AFTER_DELTAS: Final = 2
 _TERMINAL_WS: Final = ("response.completed", "response.failed", "response.incomplete", "error")
@@ -60,14 +61,15 @@ class Clients:
     openai_async: Any
     anthropic: Any
     anthropic_async: Any
+    cloud: C.CloudClients
 
 
 def _request(job: Job) -> tuple[Callable[[Any], Any], dict[str, Any]]:
     from otelstream.demo.exchange import FAULT_HEADER
 
-    fault = F.OK if job.fault == F.ABANDON else job.fault
+    fault = F.OK if job.fault in F.CALLER_FAULTS else job.fault
     headers = {FAULT_HEADER: fault}
-    model = MODEL_BY_SURFACE[job.surface]
+    model = job.model
     if job.surface == names.RESPONSES:
         return (lambda c: c.responses.create), {"model": model, "input": "Say hello.", "stream": True,
                                                "extra_headers": headers}  # fmt: skip
@@ -90,7 +92,7 @@ def _is_delta(item: Any) -> bool:
     kind = getattr(item, "type", None)
     if isinstance(kind, str):
         return kind.endswith(".delta") or kind == "content_block_delta"
-    return bool(getattr(item, "choices", None))
+    return bool(getattr(item, "choices", None)) or C.is_cloud_delta(item)
 
 
 def _client_for(clients: Clients, job: Job) -> Any:
@@ -105,40 +107,77 @@ def _client_for(clients: Clients, job: Job) -> Any:
     return client
 
 
+def _consume(stream: Any, job: Job) -> None:
+    deltas = 0
+    for item in stream:
+        if job.fault == F.ABANDON and _is_delta(item):
+            deltas += 1
+            if deltas >= ABANDON_AFTER_DELTAS:
+                break  # the caller closes the stream next, before its end: abandoned
+
+
+async def _consume_async(stream: Any, job: Job) -> None:
+    deltas = 0
+    async for item in stream:
+        if job.fault == F.CANCEL and _is_delta(item):
+            current = asyncio.current_task()
+            assert current is not None
+            current.cancel()  # the stream's next wait raises CancelledError: the caller's task was cancelled
+        if job.fault == F.ABANDON and _is_delta(item):
+            deltas += 1
+            if deltas >= ABANDON_AFTER_DELTAS:
+                break
+
+
 def run_sync_job(clients: Clients, job: Job) -> str | None:
     """Run one stream on the caller's thread; returns the exception type name the SDK raised, if any."""
     try:
         if job.surface == names.RESPONSES_WEBSOCKET:
             _ws_sync(clients.openai, job)
             return None
+        if C.is_cloud(job):
+            stream, close = C.open_sync(clients.cloud, job)
+            try:
+                _consume(stream, job)
+            finally:
+                close()
+            return None
         create, kwargs = _request(job)
-        stream = create(_client_for(clients, job))(**kwargs)
-        deltas = 0
-        with stream:
-            for item in stream:
-                if job.fault == F.ABANDON and _is_delta(item):
-                    deltas += 1
-                    if deltas >= ABANDON_AFTER_DELTAS:
-                        break  # leaving the `with` closes the stream before its end: abandoned
+        with create(_client_for(clients, job))(**kwargs) as stream:
+            _consume(stream, job)
     except Exception as exc:  # the SDK raising is part of the show (in-band errors, resets, non-2xx)
         return type(exc).__name__
     return None
 
 
 async def run_async_job(clients: Clients, job: Job) -> str | None:
+    if job.fault != F.CANCEL:
+        return await _async_job(clients, job)
+    # the job's own task, so that cancelling it (at its first delta) is not cancelling the demo
+    task = asyncio.ensure_future(_async_job(clients, job))
+    try:
+        await asyncio.wait({task})
+    except asyncio.CancelledError:  # the demo itself is being stopped
+        task.cancel()
+        raise
+    return "CancelledError" if task.cancelled() else task.result()
+
+
+async def _async_job(clients: Clients, job: Job) -> str | None:
     try:
         if job.surface == names.RESPONSES_WEBSOCKET:
             await _ws_async(clients.openai_async, job)
             return None
+        if C.is_cloud(job):
+            stream, close = await C.open_async_stream(clients.cloud, job)
+            try:
+                await _consume_async(stream, job)
+            finally:
+                await C.settle(close())
+            return None
         create, kwargs = _request(job)
-        stream = await create(_client_for(clients, job))(**kwargs)
-        deltas = 0
-        async with stream:
-            async for item in stream:
-                if job.fault == F.ABANDON and _is_delta(item):
-                    deltas += 1
-                    if deltas >= ABANDON_AFTER_DELTAS:
-                        break
+        async with await create(_client_for(clients, job))(**kwargs) as stream:
+            await _consume_async(stream, job)
     except Exception as exc:
         return type(exc).__name__
     return None
@@ -146,7 +185,7 @@ async def run_async_job(clients: Clients, job: Job) -> str | None:
 
 def _ws_create_kwargs(job: Job) -> dict[str, Any]:
     return {
-        "model": MODEL_BY_SURFACE[job.surface],
+        "model": job.model,
         "input": "Say hello.",
         "stream_id": f"lane-{job.index % 3}",
         "metadata": {"otelstream_fault": job.fault},
@@ -200,7 +239,7 @@ async def drive(jobs: list[Job], clients: Clients, concurrency: int, progress: P
     return raised
 
 
-def make_clients(provider: Any, concurrency: int) -> Clients:
+def make_clients(provider: Any, concurrency: int, lanes: Lanes = NO_CLOUD) -> Clients:
     import anthropic
     import httpx2
     import openai
@@ -221,6 +260,7 @@ def make_clients(provider: Any, concurrency: int) -> Clients:
         anthropic_async=anthropic.AsyncAnthropic(
             **provider.anthropic_kwargs(max_retries=0, timeout=timeout, http_client=httpx2.AsyncClient(limits=limits))
         ),
+        cloud=C.make_cloud_clients(provider.base_url, concurrency + 8, lanes),
     )
 
 
@@ -229,13 +269,18 @@ async def close_clients(clients: Clients) -> None:
     clients.anthropic.close()
     await clients.openai_async.close()
     await clients.anthropic_async.close()
+    await C.close_cloud_clients(clients.cloud)
 
 
 def warm_up(clients: Clients) -> None:
     """One uninstrumented stream per surface first: the SDKs' one-time parse setup (tens of ms on the first event)
     would otherwise show up as time to first delta."""
-    for surface in names.OPENAI_ANTHROPIC_SURFACES:
-        run_sync_job(clients, Job(-1, surface, F.OK, False))
+    lanes = clients.cloud.lanes
+    for surface in names.SURFACES:
+        if lanes.allows(surface, ""):
+            run_sync_job(clients, Job(-1, surface, F.OK, False))
+    if lanes.bedrock:
+        run_sync_job(clients, Job(-1, names.MESSAGES, F.OK, False, BEDROCK_INVOKE))
 
 
 # --- the run ------------------------------------------------------------------------------------------

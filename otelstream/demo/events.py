@@ -94,6 +94,11 @@ class Event:
         return None
 
 
+def cut_at(spec: StreamSpec) -> int:
+    """How many deltas a broken stream delivers before it breaks: about half, at least one."""
+    return max(1, len(spec.words) // 2)
+
+
 def words_for(rng: random.Random, count: int) -> tuple[str, ...]:
     """``count`` output tokens drawn from a small vocabulary."""
     return tuple(rng.choice(_VOCAB) for _ in range(max(1, count)))

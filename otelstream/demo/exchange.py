@@ -23,6 +23,7 @@ PAUSE_HEADER: Final = "x-otelstream-pause"
 TOKENS_HEADER: Final = "x-otelstream-tokens"
 REQUEST_HEADER: Final = "x-otelstream-request"  # response header: index of the record in provider.requests
 WS_FAULT_KEY: Final = "otelstream_fault"  # response.create metadata key on the WebSocket
+_EVENTSTREAM_PATHS: Final = ("/converse-stream", "/invoke-with-response-stream")  # Bedrock's binary bodies
 
 
 @dataclass(slots=True)
@@ -56,7 +57,9 @@ class RequestRecord:
     @property
     def suffix(self) -> str:
         """File suffix ``otelstream check`` expects for :attr:`wire`."""
-        return ".jsonl" if self.method == "WS" else ".sse"
+        if self.method == "WS":
+            return ".jsonl"
+        return ".eventstream" if self.path.endswith(_EVENTSTREAM_PATHS) else ".sse"
 
 
 def drop_connection(sock: socket.socket) -> None:

@@ -34,8 +34,11 @@ HTTP_500: Final = "http_500"  # non-2xx before streaming
 HTTP_429: Final = "http_429"
 OVERLOADED: Final = "overloaded"  # HTTP 529 overloaded_error (Anthropic) / 503 (OpenAI) before streaming
 NO_HEADERS: Final = "no_headers"  # accept the request, never answer (client read timeout)
-# Not a server fault: the demo's caller stops after a couple of deltas and closes the stream.
+REASONING: Final = "reasoning"  # thinking first: Gemini thought parts, Bedrock reasoningContent, then the answer
+# Not server faults: the demo's caller stops after a couple of deltas and closes the stream, or its task is
+# cancelled after the first delta (async callers only).
 ABANDON: Final = "abandon"
+CANCEL: Final = "cancel"
 
 SERVER_FAULTS: Final = (
     OK,
@@ -54,11 +57,15 @@ SERVER_FAULTS: Final = (
     HTTP_429,
     OVERLOADED,
     NO_HEADERS,
+    REASONING,
 )
-FAULTS: Final = (*SERVER_FAULTS, ABANDON)
+CALLER_FAULTS: Final = (ABANDON, CANCEL)
+FAULTS: Final = (*SERVER_FAULTS, *CALLER_FAULTS)
 
 _SSE_SURFACES: Final = (names.RESPONSES, names.CHAT_COMPLETIONS, names.COMPLETIONS, names.MESSAGES)
-_ALL: Final = (*_SSE_SURFACES, names.RESPONSES_WEBSOCKET)
+_CLOUD: Final = (names.GENERATE_CONTENT, names.CONVERSE)  # google-genai and boto3 / aiobotocore
+_HTTP: Final = (*_SSE_SURFACES, *_CLOUD)  # a request, a status, a body: HTTP-level faults apply
+_ALL: Final = (*_HTTP, names.RESPONSES_WEBSOCKET)
 _SEQUENCED: Final = (names.RESPONSES, names.RESPONSES_WEBSOCKET)  # the surfaces that carry sequence_number
 
 # Where the fake provider can serve each fault. A request for a fault outside its row is answered with
@@ -76,12 +83,18 @@ SURFACES_BY_FAULT: Final[Mapping[str, tuple[str, ...]]] = {
     SEQ_GAP: _SEQUENCED,
     SEQ_DUP: _SEQUENCED,
     TRAILING_DONE: (names.RESPONSES,),
-    HTTP_500: _SSE_SURFACES,
-    HTTP_429: _SSE_SURFACES,
-    OVERLOADED: _SSE_SURFACES,
-    NO_HEADERS: _SSE_SURFACES,
+    HTTP_500: _HTTP,
+    HTTP_429: _HTTP,
+    OVERLOADED: _HTTP,  # Gemini and Bedrock: 503 (UNAVAILABLE, ServiceUnavailableException)
+    NO_HEADERS: _HTTP,
+    REASONING: _CLOUD,
     ABANDON: _ALL,
+    CANCEL: _HTTP,
 }
+# What Bedrock's InvokeModelWithResponseStream serves for an Anthropic model (its chunks are Messages events, the
+# `messages` surface): no keepalive (the event stream has none).
+INVOKE_FAULTS: Final = (OK, SLOW_FIRST, STALL, CUT, RESET, INCOMPLETE, ERROR, HTTP_500, HTTP_429, OVERLOADED,
+                        NO_HEADERS, ABANDON, CANCEL)  # fmt: skip
 
 # What otelstream must report for a stream served with each fault (docs/telemetry.md outcomes).
 EXPECTED_OUTCOME: Final[Mapping[str, str]] = {
@@ -101,22 +114,25 @@ EXPECTED_OUTCOME: Final[Mapping[str, str]] = {
     HTTP_429: names.HTTP_ERROR,
     OVERLOADED: names.HTTP_ERROR,
     NO_HEADERS: names.HTTP_ERROR,  # the read timeout fires before any stream exists
+    REASONING: names.COMPLETED,
     ABANDON: names.ABANDONED,
+    CANCEL: names.ABANDONED,
 }
 
 # The surfaces the demo drives each fault on. Narrower than SURFACES_BY_FAULT where the outcome a live observer
 # reports is not pinned down by the contract (a WebSocket closed or aborted under an open response).
 DEMO_SURFACES_BY_FAULT: Final[Mapping[str, tuple[str, ...]]] = {
     **SURFACES_BY_FAULT,
-    CUT: _SSE_SURFACES,
-    RESET: _SSE_SURFACES,
+    CUT: _HTTP,
+    RESET: _HTTP,
 }
 
 PRESETS: Final[Mapping[str, str]] = {
     # the default: mostly healthy traffic with every kind of trouble present, so each panel has something to show
     "default": (
         "ok=62,slow_first=6,stall=4,keepalive=4,cut=4,reset=3,failed=3,incomplete=4,error=4,"
-        "seq_gap=2,seq_dup=1,trailing_done=1,http_500=1,http_429=1,overloaded=1,no_headers=1,abandon=2"
+        "seq_gap=2,seq_dup=1,trailing_done=1,http_500=1,http_429=1,overloaded=1,no_headers=1,abandon=2,reasoning=2,"
+        "cancel=1"
     ),
     "healthy": "ok=96,slow_first=2,keepalive=2",
     "outage": "ok=40,http_500=10,overloaded=10,http_429=10,reset=10,cut=10,error=10",

@@ -13,6 +13,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 from otelstream import names
 from otelstream.demo import faults as F
 from otelstream.demo.bodies import build_events, resumed
+from otelstream.demo.cloud_http import BEDROCK, CloudRoute, route
 from otelstream.demo.events import TERMINAL, Event, StreamSpec, encode_sse
 from otelstream.demo.exchange import (
     FAULT_HEADER,
@@ -43,7 +45,9 @@ _SURFACE_BY_PATH: Final = {
 _RESUME_PREFIX: Final = "/v1/responses/"
 _WS_PATHS: Final = ("/v1/responses", "/responses")
 _INDEX_TEXT: Final = (
-    b"otelstream fake provider: POST /v1/responses, /v1/chat/completions, /v1/completions, /v1/messages;"
+    b"otelstream fake provider: POST /v1/responses, /v1/chat/completions, /v1/completions, /v1/messages,"
+    b" /v1beta/models/{model}:streamGenerateContent, /model/{modelId}/converse-stream,"
+    b" /model/{modelId}/invoke-with-response-stream;"
     b" GET /v1/responses/{id}?stream=true&starting_after=N; WebSocket /v1/responses on the ws port\n"
 )
 
@@ -90,6 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # without it small frames wait for delayed ACKs (~40 ms) and gaps lie
     server: FakeHTTPServer
     server_version = "otelstream-fake/1"
+    _cloud: CloudRoute | None = None  # the request being answered is a Gemini or Bedrock one
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -107,15 +112,21 @@ class _Handler(BaseHTTPRequestHandler):
     # --- routing ---------------------------------------------------------------------------------------
     def do_POST(self) -> None:
         provider = self.server.provider
-        path = _normalise(urlsplit(self.path).path)
+        path = urlsplit(self.path).path
+        cloud = self._cloud = route(path)
+        if cloud is None:
+            path = _normalise(path)
         raw = self._read_body()
-        surface = _SURFACE_BY_PATH.get(path)
+        surface = cloud.surface if cloud is not None else _SURFACE_BY_PATH.get(path)
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             payload = json.loads(raw) if raw else {}
         except ValueError:
             payload = None
         fault, problem = (F.OK, None) if surface is None else provider.choose_fault(headers.get(FAULT_HEADER), surface)
+        if cloud is not None and problem is None and not cloud.supports(fault):  # a mix's keepalive on invoke
+            asked = headers.get(FAULT_HEADER)
+            fault, problem = F.OK, (f"fault {fault!r} does not apply to Bedrock invoke streams" if asked else None)
         rec = provider.new_record("POST", path, surface, fault, headers, payload)
         try:
             if surface is None:
@@ -124,11 +135,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json_error(rec, 400, "invalid_request_error", "request body is not a JSON object")
             elif problem is not None:
                 self._json_error(rec, 400, "invalid_request_error", problem)
-            elif not payload.get("stream"):
+            elif cloud is None and not payload.get("stream"):  # the clouds stream by path, not by a flag
                 self._json_error(
                     rec, 400, "invalid_request_error", "the otelstream fake provider only streams: pass stream=True"
                 )
             else:
+                if cloud is not None:
+                    payload = {**payload, "model": cloud.model}
                 spec = provider.spec_for(rec, surface, payload, fault, headers.get(TOKENS_HEADER))
                 self._serve(rec, spec, build_events(spec))
         finally:
@@ -137,6 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         provider = self.server.provider
+        self._cloud = None
         url = urlsplit(self.path)
         path = _normalise(url.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -176,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         provider = self.server.provider
         if spec.fault in (F.HTTP_500, F.HTTP_429, F.OVERLOADED):
             # each provider's own shape: Anthropic says overloaded with 529 overloaded_error, OpenAI with a 503
-            overloaded = 529 if spec.surface == names.MESSAGES else 503
+            overloaded = 529 if spec.surface == names.MESSAGES and self._cloud is None else 503
             status = {F.HTTP_500: 500, F.HTTP_429: 429, F.OVERLOADED: overloaded}[spec.fault]
             kind = "rate_limit_exceeded" if status == 429 else "server_error"
             message = {
@@ -190,8 +204,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         pacing = provider.pacing_for(lambda key: self.headers.get(f"x-otelstream-{key}"))
         steps = script(events, spec, pacing, random.Random(f"{provider.seed}:{rec.index}:t"))
+        cloud = self._cloud
+        encode = encode_sse if cloud is None else cloud.encoder(spec)
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("content-type", "text/event-stream; charset=utf-8" if cloud is None else cloud.content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self._common_headers(rec, spec.surface)
@@ -205,7 +221,9 @@ class _Handler(BaseHTTPRequestHandler):
                         self.close_connection = True
                         return
                 elif isinstance(step, Event):
-                    data = encode_sse(step)
+                    data = encode(step)
+                    if not data:  # an event this wire does not carry (a ping on Bedrock's event stream)
+                        continue
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                     rec.events_sent += 1
                     if provider.record:
@@ -240,15 +258,22 @@ class _Handler(BaseHTTPRequestHandler):
         drop_connection(self.connection)
 
     def _common_headers(self, rec: RequestRecord, surface: str | None) -> None:
-        request_id = f"req_{rec.index:016x}"
-        self.send_header("request-id" if surface == names.MESSAGES else "x-request-id", request_id)
         self.send_header(REQUEST_HEADER, str(rec.index))
         self.send_header(FAULT_HEADER, rec.fault)
+        if self._cloud is not None:  # Gemini and Bedrock send no rate-limit headroom headers
+            if self._cloud.cloud == BEDROCK:
+                self.send_header(names.BEDROCK_REQUEST_ID_HEADER, _aws_request_id(rec))
+            return
+        request_id = f"req_{rec.index:016x}"
+        self.send_header("request-id" if surface == names.MESSAGES else "x-request-id", request_id)
         rec.ratelimit_headers = self.server.provider.ratelimit_headers(rec, surface, rec.fault == F.HTTP_429)
         for name, value in rec.ratelimit_headers.items():
             self.send_header(name, value)
 
     def _json_error(self, rec: RequestRecord, status: int, kind: str, message: str, surface: str | None = None) -> None:
+        if self._cloud is not None:
+            self._cloud_error(rec, self._cloud, status, message)
+            return
         surface = surface or rec.surface
         if surface == names.MESSAGES:
             kinds = {500: "api_error", 429: "rate_limit_error", 404: "not_found_error", 529: "overloaded_error"}
@@ -285,6 +310,24 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
+    def _cloud_error(self, rec: RequestRecord, cloud: CloudRoute, status: int, message: str) -> None:
+        headers, data = cloud.error(status, message, _aws_request_id(rec))
+        rec.ended = "http_error" if status >= 500 or status == 429 else "bad_request"
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(data)))
+        self.send_header(REQUEST_HEADER, str(rec.index))
+        self.send_header(FAULT_HEADER, rec.fault)
+        self.end_headers()
+        rec.status = status
+        if self.server.provider.record:
+            rec.body += data
+        try:
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
     def _send_plain(self, rec: RequestRecord, status: int, data: bytes) -> None:
         self.send_response(status)
         self.send_header("content-type", "text/plain; charset=utf-8")
@@ -296,6 +339,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         length = parse_int(self.headers.get("content-length")) or 0
         return self.rfile.read(length) if length > 0 else b""
+
+
+def _aws_request_id(rec: RequestRecord) -> str:
+    return str(uuid.UUID(int=rec.index + 1))
 
 
 def _normalise(path: str) -> str:

@@ -215,7 +215,7 @@ class FakeProvider:
         """(fault, problem): the fault asked for, else one drawn from the mix, else ok."""
         if asked:
             asked = asked.strip()
-            if asked == F.ABANDON:  # a caller behaviour, not something the server does
+            if asked in F.CALLER_FAULTS:  # a caller behaviour, not something the server does
                 return F.OK, None
             if asked not in F.SERVER_FAULTS:
                 return F.OK, f"unknown fault {asked!r}; known: {', '.join(F.SERVER_FAULTS)}"

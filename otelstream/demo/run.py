@@ -1,7 +1,8 @@
 """``otelstream demo``: stream through a local fake provider with the real SDKs and show what otelstream measured.
 
 Starts the fake provider and the ``/metrics`` endpoint, instruments with ``otelstream.instrument(registry=…)``,
-drives ``--streams`` streams (mixed surfaces, sync and async, WebSocket included) with a planned fault mix, then
+drives ``--streams`` streams (mixed surfaces, sync and async, WebSocket included; Gemini and Bedrock when
+google-genai and boto3 are installed) with a planned fault mix, then
 prints per-surface tables read back from the same registry ``/metrics`` serves. The plan is a pure function of
 ``--seed``, so outcome counts repeat exactly; only timings vary.
 
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from otelstream.demo import faults as F
+from otelstream.demo.cloud_drive import available_lanes, open_async
 from otelstream.demo.drive import Clients, Progress, close_clients, drive, make_clients, warm_up
-from otelstream.demo.plan import MODEL_BY_SURFACE, Job, expected_by_surface, plan
+from otelstream.demo.plan import ALL_LANES, Job, Lanes, expected_by_surface, models_by_surface, plan, servable
 from otelstream.demo.serving import Terminated, serve_forever, sigterm_as_ctrl_c
 from otelstream.distribution import install_hint
 
@@ -87,6 +89,8 @@ class DemoResult:
     elapsed_s: float
     metrics_url: str | None
     matches: bool
+    lanes: Lanes = ALL_LANES
+    left_out: tuple[str, ...] = ()  # faults of the mix no installed SDK can serve
 
 
 DEMO_PACING_KW: Final = {"ttfd_s": 0.25, "gap_s": 0.02, "jitter": 0.5, "pause_s": 1.5, "no_headers_s": 10.0}
@@ -115,7 +119,8 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         if not quiet:
             print(f"  {step}", file=out, flush=True)
 
-    say("loading the openai and anthropic SDKs, OpenTelemetry and prometheus_client …")
+    lanes = available_lanes()
+    say(f"loading the {_sdk_names(lanes)} SDKs, OpenTelemetry and prometheus_client …")
     t_load = time.monotonic()
     _require_demo_openai()  # (finding openai's WebSocket module imports openai)
     import anthropic  # noqa: F401  (the slow imports happen here, after saying so)
@@ -126,8 +131,13 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
     from otelstream.demo.provider import FakeProvider
     from otelstream.instrumentation import flush, instrument, is_instrumented, uninstrument
 
-    mix = F.FaultMix.parse(args.faults)
-    jobs = plan(args.streams, mix, args.seed)
+    asked_mix = F.FaultMix.parse(args.faults)
+    mix, left_out = servable(asked_mix, lanes)
+    if mix is None:
+        raise ValueError(f"no installed SDK serves the fault mix {args.faults!r} ({', '.join(left_out)})")
+    if left_out:
+        say(f"left out of the mix (no installed SDK serves them): {', '.join(left_out)}")
+    jobs = plan(args.streams, mix, args.seed, lanes)
     expected = expected_by_surface(jobs)
     if is_instrumented():
         raise RuntimeError("otelstream is already instrumented in this process; the demo needs its own registry")
@@ -148,7 +158,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
     provider.start()
     say(f"loaded in {time.monotonic() - t_load:.1f} s; fake provider on {provider.base_url}")
     metrics_server: Any = None
-    clients = make_clients(provider, args.concurrency)
+    clients = make_clients(provider, args.concurrency, lanes)
     try:
         say("one uninstrumented warm-up stream per surface (the SDKs' first-use set-up stays out of the timings) …")
         warm_up(clients)
@@ -162,10 +172,11 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
         elapsed = time.monotonic() - t0
         flush(timeout=10.0)
         exposition = generate_latest(registry).decode()
-        stats = T.collect(T.parse_exposition(exposition), MODEL_BY_SURFACE)
+        stats = T.collect(T.parse_exposition(exposition), models_by_surface(lanes))
         text = T.render(stats)
         got = {s: {o: n for o, n in st.outcomes.items() if n} for s, st in stats.items()}
-        result = DemoResult(jobs, expected, text, stats, registry, raised, elapsed, metrics_url, got == expected)
+        result = DemoResult(jobs, expected, text, stats, registry, raised, elapsed, metrics_url, got == expected,
+                            lanes, tuple(left_out))  # fmt: skip
         if keep_serving:
             _print_result(result, args, out)
             serve_forever(provider, metrics_url, args, mix, out)
@@ -179,6 +190,7 @@ def execute(args: argparse.Namespace, *, out: Any = None, keep_serving: bool = F
 
 async def _drive_and_close(jobs: list[Job], clients: Clients, concurrency: int, progress: Progress) -> dict[str, int]:
     try:
+        await open_async(clients.cloud)  # aiobotocore's clients, in this event loop (before the clock starts)
         return await drive(jobs, clients, concurrency, progress)
     finally:
         await close_clients(clients)
@@ -208,13 +220,21 @@ def _stop_metrics(server: Any) -> None:
 def _print_result(result: DemoResult, args: argparse.Namespace, out: Any) -> None:
     n = len(result.jobs)
     print(
-        f"\n{n} streams through the real openai and anthropic clients against a local fake provider "
+        f"\n{n} streams through the real {_sdk_names(result.lanes)} clients against a local fake provider "
         f"in {result.elapsed_s:.1f} s (seed {args.seed}, concurrency {args.concurrency}, mix {args.faults!r})\n",
         file=out,
     )
     print(result.table, file=out)
-    asked = ", ".join(f"{f} {c}" for f, c in F.FaultMix.parse(args.faults).counts(n).items() if c)
-    print(f"\nfaults served: {asked}", file=out)
+    served: dict[str, int] = {}
+    for job in result.jobs:
+        served[job.fault] = served.get(job.fault, 0) + 1
+    in_mix_order = [(f, served[f]) for f, _ in F.FaultMix.parse(args.faults).weights if served.get(f)]
+    print(f"\nfaults served: {', '.join(f'{f} {c}' for f, c in in_mix_order)}", file=out)
+    if result.left_out:
+        print(f"left out (no installed SDK serves them): {', '.join(result.left_out)}", file=out)
+    lanes = sorted({job.lane for job in result.jobs if job.via})
+    if lanes:
+        print(f"also driven: {', '.join(lanes)} (counted under its surface)", file=out)
     if result.matches:
         print("every outcome above is what the fault plan promised, read back from Prometheus", file=out)
     else:
@@ -227,15 +247,21 @@ def _print_result(result: DemoResult, args: argparse.Namespace, out: Any) -> Non
         print(f"metrics: {result.metrics_url}" + ("" if args.serve else " (stopped at exit; --serve keeps it up)"),
               file=out)  # fmt: skip
     print("models by surface (the TTFD and token series carry a model label, not a surface): "
-          + ", ".join(f"{s}={m}" for s, m in MODEL_BY_SURFACE.items()), file=out)  # fmt: skip
+          + ", ".join(f"{s}={'+'.join(m)}" for s, m in models_by_surface(result.lanes).items()), file=out)  # fmt: skip
     out.flush()
+
+
+def _sdk_names(lanes: Lanes) -> str:
+    sdks = ["openai", "anthropic"] + (["google-genai"] if lanes.gemini else [])
+    sdks += (["boto3", "aiobotocore"] if lanes.bedrock_async else ["boto3"]) if lanes.bedrock else []
+    return ", ".join(sdks[:-1]) + " and " + sdks[-1]
 
 
 def run(args: argparse.Namespace) -> int:
     # Loading the SDKs, OTel and the provider and warming the clients up takes seconds on a cold machine: say what is
     # happening before any of it, not after a blank screen.
-    print(f"otelstream demo: {args.streams} streams through the real openai and anthropic clients against a fake "
-          "provider on 127.0.0.1 (loading the SDKs first)", flush=True)  # fmt: skip
+    print(f"otelstream demo: {args.streams} streams through the real SDK clients against a fake provider on "
+          "127.0.0.1 (loading the SDKs first)", flush=True)  # fmt: skip
     try:
         with sigterm_as_ctrl_c():
             result = execute(args, keep_serving=bool(args.serve))

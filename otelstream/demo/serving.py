@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from otelstream.demo import faults as F
-from otelstream.demo.drive import Progress, drive, make_clients
-from otelstream.demo.plan import serve_plan
+from otelstream.demo.cloud_drive import available_lanes, open_async
+from otelstream.demo.drive import Progress, close_clients, drive, make_clients
+from otelstream.demo.plan import servable, serve_plan
 
 _STOPPING: dict[int, str] = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "Ctrl-C"}
 
@@ -93,6 +94,7 @@ def _say_serving(provider: Any, metrics_url: str | None, out: Any) -> None:
     print(f"  fake provider (OpenAI base_url):    {provider.openai_base_url}", file=out)
     print(f"  fake provider (Anthropic base_url): {provider.base_url}", file=out)
     print(f"  fake provider (websocket_base_url): {provider.ws_base_url}", file=out)
+    print(f"  fake provider (Gemini base_url, Bedrock endpoint_url): {provider.base_url}", file=out)
     if metrics_url:
         print(f"  Prometheus scrape target:           {metrics_url}", file=out)
     print("  light traffic continues with the same fault mix so dashboards keep moving", file=out)
@@ -120,14 +122,23 @@ async def serve_rounds(
     """``--serve``'s light traffic: a round of streams every second, in one event loop (the async clients' pooled
     connections belong to the loop they were opened in: a loop per round failed every async stream after the first
     round as if the provider were down). Returns what the SDKs raised, by exception type."""
-    clients = make_clients(provider, concurrency)
+    lanes = available_lanes()
+    usable, _ = servable(mix, lanes)
+    if usable is None:
+        return {}
+    clients = make_clients(provider, concurrency, lanes)
     quiet = Progress(0, enabled=False)
     raised: dict[str, int] = {}
     done = 0
-    while rounds is None or done < rounds:
-        seed += 1
-        for name, n in (await drive(serve_plan(max(4, concurrency), mix, seed), clients, concurrency, quiet)).items():
-            raised[name] = raised.get(name, 0) + n
-        done += 1
-        await asyncio.sleep(1.0)
+    try:
+        await open_async(clients.cloud)
+        while rounds is None or done < rounds:
+            seed += 1
+            jobs = serve_plan(max(4, concurrency), usable, seed, lanes)
+            for name, n in (await drive(jobs, clients, concurrency, quiet)).items():
+                raised[name] = raised.get(name, 0) + n
+            done += 1
+            await asyncio.sleep(1.0)
+    finally:
+        await close_clients(clients)
     return raised

@@ -62,19 +62,26 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
     return None  # pragma: no cover - the +Inf bucket always holds the rank
 
 
-def _buckets(samples: Iterable[Sample], family: str, match: Mapping[str, str]) -> list[tuple[float, float]]:
+def _matches(labels: Mapping[str, str], match: Mapping[str, str | tuple[str, ...]]) -> bool:
+    """Every label of ``match`` has its value (or one of its values, for a tuple)."""
+    return all(labels.get(k) in v if isinstance(v, tuple) else labels.get(k) == v for k, v in match.items())
+
+
+def _buckets(
+    samples: Iterable[Sample], family: str, match: Mapping[str, str | tuple[str, ...]]
+) -> list[tuple[float, float]]:
     """``sum by (le)`` of ``family_bucket`` over the series whose labels include ``match``."""
     sums: dict[float, float] = {}
     for s in samples:
-        if s.name != family + "_bucket" or any(s.labels.get(k) != v for k, v in match.items()):
+        if s.name != family + "_bucket" or not _matches(s.labels, match):
             continue
         le = float(s.labels["le"])
         sums[le] = sums.get(le, 0.0) + s.value
     return sorted(sums.items())
 
 
-def _sum(samples: Iterable[Sample], name: str, match: Mapping[str, str]) -> float:
-    return sum(s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in match.items()))
+def _sum(samples: Iterable[Sample], name: str, match: Mapping[str, str | tuple[str, ...]]) -> float:
+    return sum(s.value for s in samples if s.name == name and _matches(s.labels, match))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +101,14 @@ class SurfaceStats:
         return sum(self.outcomes.values())
 
 
-def collect(samples: Sequence[Sample], model_by_surface: Mapping[str, str] | None = None) -> dict[str, SurfaceStats]:
-    """Per-surface figures, in ``names.SURFACES`` order, for every surface that has streams."""
+def collect(
+    samples: Sequence[Sample], model_by_surface: Mapping[str, str | tuple[str, ...]] | None = None
+) -> dict[str, SurfaceStats]:
+    """Per-surface figures, in ``names.SURFACES`` order, for every surface that has streams. A surface's TTFD and
+    tokens are those of its model, or of its models together (``messages`` straight and through Bedrock)."""
     out: dict[str, SurfaceStats] = {}
     for surface in names.SURFACES:
-        by_surface = {names.LABEL_SURFACE: surface}
+        by_surface: dict[str, str | tuple[str, ...]] = {names.LABEL_SURFACE: surface}
         outcomes = {
             o: int(_sum(samples, names.PROM_STREAMS + "_total", {**by_surface, names.LABEL_OUTCOME: o}))
             for o in names.OUTCOMES
@@ -106,11 +116,13 @@ def collect(samples: Sequence[Sample], model_by_surface: Mapping[str, str] | Non
         if not any(outcomes.values()):
             continue
         model = (model_by_surface or {}).get(surface)
-        by_model = {names.LABEL_MODEL: model} if model else {}
+        by_model: dict[str, str | tuple[str, ...]] = {names.LABEL_MODEL: model} if model else {}
         ttfd_buckets = _buckets(samples, names.PROM_TIME_TO_FIRST_CHUNK, by_model) if model else []
         wait_buckets = _buckets(samples, names.PROM_MAX_WAIT, by_surface)
 
-        def kinds(family: str, known: Sequence[str], surface_labels: Mapping[str, str] = by_surface) -> dict[str, int]:
+        def kinds(
+            family: str, known: Sequence[str], surface_labels: Mapping[str, str | tuple[str, ...]] = by_surface
+        ) -> dict[str, int]:
             return {
                 k: n
                 for k in known

@@ -8,8 +8,10 @@ so; no alert is pending; and when its load stops, the traffic alert fires.
 
 The loads are otelstream itself: ``instrumented_worker.py`` (the demo's fake provider, the OpenAI and Anthropic SDKs
 under ``otelstream.instrument()`` and otelstream's metrics endpoint in a subprocess; its fault mix trips every alert
-but the traffic one) twice, and ``otelstream demo --serve`` (all five surfaces; the alerts its mix trips; not below the
-demo's openai floor, where its scenario skips). One series cannot be produced on demand
+but the traffic one) twice, and ``otelstream demo --serve`` (every surface: Gemini's generate_content and Bedrock's
+converse too; the alerts its mix trips; not below the demo's openai floor, where its scenario skips). With the
+dashboard's surface and model variables set to the Gemini and Bedrock ones alone, every panel that is not about
+something those clouds lack shows their data. One series cannot be produced on demand
 (``otelstream_reports_dropped_total`` needs a full export queue): a stand-in endpoint serves only that one as a second
 target of the fault jobs.
 
@@ -36,6 +38,7 @@ import pytest
 
 from otelstream import names
 from otelstream.dashboards import attribute_variables, shipped
+from otelstream.demo.plan import MODEL_BY_SURFACE
 from tests.dashboards.designload import DesignLoad
 from tests.dashboards.harness import (
     COUNTERS,
@@ -202,6 +205,8 @@ def _query_until(prometheus: Prometheus, expr: str, seconds: float = 15) -> list
 
 
 QUERIES = panel_queries()
+CLOUD_SURFACES = [names.GENERATE_CONTENT, names.CONVERSE]
+CLOUD_MODELS = [MODEL_BY_SURFACE[s] for s in CLOUD_SURFACES]
 
 
 def test_the_load_is_the_instrumented_path(scenario: Scenario) -> None:
@@ -412,3 +417,40 @@ def test_traffic_alert_fires_when_the_load_stops(healthy: Scenario) -> None:
                 return
         time.sleep(0.5)
     raise AssertionError(f"{TRAFFIC_ALERT} did not fire within 40 s of the load stopping; alerts: {states}")
+
+
+# --- Gemini and Bedrock streams (the demo job's generate_content and converse) --------------------------------------
+# panels about what neither cloud sends: sequence numbers (the Responses API's) and rate-limit headroom headers
+NOT_ON_THE_CLOUDS = {"Sequence anomalies per second by kind", "Rate-limit headroom by kind"}
+
+
+@pytest.fixture(scope="module")
+def clouds(stack: Stack) -> Scenario:
+    """The demo job with the dashboard's surface and model variables set to the Gemini and Bedrock ones alone."""
+    if "demo" not in stack.sources:
+        pytest.skip(WITHOUT_DEMO_SDK)
+    variables = _resolve_variables(stack.prometheus, "demo")
+    selector = f'{names.PROM_STREAMS}_total{{job="demo"}}'
+    surfaces = stack.prometheus.label_values(names.LABEL_SURFACE, selector)
+    assert set(CLOUD_SURFACES) <= set(surfaces), surfaces  # the All of the surface variable holds them
+    variables |= {"surface": regex_alternation(CLOUD_SURFACES), "model": regex_alternation(CLOUD_MODELS)}
+    return Scenario(stack.prometheus, stack.sources["demo"], "demo", variables)
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.id)
+def test_panels_show_the_gemini_and_bedrock_streams(clouds: Scenario, query: PanelQuery) -> None:
+    expr = substitute(query.expr, clouds.variables, RATE_INTERVAL, INTERVAL)
+    if query.panel in NOT_ON_THE_CLOUDS or query.no_value:
+        return  # (an empty alert table, a panel about what the clouds lack: nothing to show for them)
+    result = _query_until(clouds.prometheus, expr)
+    assert result, f"{query.id} is empty for the Gemini and Bedrock surfaces:\n{expr}"
+    assert has_finite_value(result), f"{query.id} has only NaN/Inf:\n{expr}\n{result}"
+    shown = {s["metric"].get(names.LABEL_SURFACE) for s in result} - {None, "", "none"}
+    assert shown <= set(CLOUD_SURFACES), (query.id, shown)  # the variables select them, and only them
+
+
+def test_rules_record_the_gemini_and_bedrock_streams(clouds: Scenario) -> None:
+    """The recording rules keep both surfaces apart, with their providers."""
+    result = _query_until(clouds.prometheus, 'otelstream:streams:rate5m{job="demo"}')
+    pairs = {(s["metric"].get(names.LABEL_SURFACE), s["metric"].get(names.LABEL_PROVIDER)) for s in result}
+    assert {(names.GENERATE_CONTENT, names.PROVIDER_GEMINI), (names.CONVERSE, names.PROVIDER_BEDROCK)} <= pairs, pairs

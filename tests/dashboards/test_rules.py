@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -128,3 +129,46 @@ def test_class_rules_use_the_closed_error_classes() -> None:
     assert outage == ["|".join((names.EC_SERVER_ERROR, names.EC_OVERLOADED, names.EC_TIMEOUT, names.EC_CONNECTION))]
     assert set(limited[0].split("|")).isdisjoint(outage[0].split("|"))
     assert set(limited[0].split("|")) | set(outage[0].split("|")) <= set(names.ERROR_CLASSES)
+
+
+# the labels that tell Gemini and Bedrock streams from the others: a literal matcher on one would select or exclude
+# surfaces or providers (the dashboard's own variables, "$surface" and "$provider", select them all by default)
+_SCOPING = re.compile(r'\b(surface|gen_ai_provider_name|gen_ai_operation_name)\s*(=~|!~|!=|=)\s*"([^"]*)"')
+
+
+def test_no_rule_or_panel_selects_surfaces_or_providers_by_name() -> None:
+    """The shipped rules and dashboards work unchanged for the generate_content and converse surfaces (and the
+    gcp.gemini, gcp.vertex_ai and aws.bedrock providers): nothing in them names a surface, provider or operation."""
+    from tests.dashboards.harness import dashboard_files, load_dashboard
+
+    exprs = [r["expr"] for r in recording_rules() + alerting_rules()]
+    for path in dashboard_files():
+        exprs += list(_queries(load_dashboard(path)))
+    found = [(label, op, value) for e in exprs for label, op, value in _SCOPING.findall(e)]
+    literal = sorted({m for m in found if not m[2].startswith("$")})
+    assert not literal, literal
+    assert ("surface", "=~", "$surface") in found  # the matcher finds the variable's matcher where it is
+
+
+def test_rule_unit_tests_fire_on_the_gemini_and_bedrock_surfaces() -> None:
+    import yaml
+
+    fired: set[str] = set()
+    for test_file in RULE_TESTS:
+        for group in yaml.safe_load(test_file.read_text(encoding="utf-8"))["tests"]:
+            for case in group.get("alert_rule_test", []):
+                fired |= {str(a["exp_labels"].get("surface")) for a in case.get("exp_alerts", [])}
+    assert {names.GENERATE_CONTENT, names.CONVERSE} <= fired, fired
+
+
+def _queries(node: Any) -> Iterator[str]:
+    """Every PromQL string of a dashboard: panel targets' and annotations' ``expr``, variables' ``query``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("expr", "query") and isinstance(value, str):
+                yield value
+            else:
+                yield from _queries(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _queries(item)

@@ -53,7 +53,25 @@ def test_plan_is_exact_and_repeatable() -> None:
         counts[job.fault] = counts.get(job.fault, 0) + 1
         assert job.surface in demo_plan.DEMO_SURFACES[job.fault]
     assert counts == {f: n for f, n in mix.counts(200).items() if n}
-    assert {j.surface for j in a} == set(names.OPENAI_ANTHROPIC_SURFACES) and {j.is_async for j in a} == {True, False}
+    assert {j.surface for j in a} == set(names.SURFACES) and {j.is_async for j in a} == {True, False}
+    assert {j.via for j in a} == {"", demo_plan.BEDROCK_INVOKE}  # messages also through Bedrock's invoke API
+    assert all(j.is_async for j in a if j.fault == F.CANCEL)
+
+
+def test_plan_drives_only_the_lanes_installed() -> None:
+    """Without google-genai and boto3 the plan is the openai and anthropic surfaces alone; boto3 without aiobotocore
+    streams Bedrock sync only; a fault no lane serves (reasoning) is left out of the mix, not planned."""
+    mix = F.FaultMix.parse("everything")
+    usable, dropped = demo_plan.servable(mix, demo_plan.NO_CLOUD)
+    assert dropped == [F.REASONING] and usable is not None
+    bare = demo_plan.plan(200, usable, 1, demo_plan.NO_CLOUD)
+    assert {j.surface for j in bare} == set(names.OPENAI_ANTHROPIC_SURFACES) and {j.via for j in bare} == {""}
+    sync_bedrock = demo_plan.Lanes(bedrock_async=False)
+    jobs = demo_plan.plan(300, mix, 1, sync_bedrock)
+    bedrock = [j for j in jobs if j.surface == names.CONVERSE or j.via]
+    assert bedrock and not any(j.is_async for j in bedrock)
+    assert not any(j.fault == F.CANCEL for j in bedrock)
+    assert demo_plan.servable(F.FaultMix.parse("reasoning"), demo_plan.NO_CLOUD) == (None, [F.REASONING])
 
 
 def test_fault_mix_parsing() -> None:
@@ -80,6 +98,10 @@ def test_demo_in_process_counts_match_plan_and_prometheus() -> None:
     assert {s: {**zero, **per} for s, per in prom.items()} == table, "and the Prometheus samples"
     assert sum(total.values()) == 48
     assert result.matches
+    # the clouds' streams are in the plan and in the check (the test extra installs their SDKs)
+    assert result.lanes == demo_plan.ALL_LANES
+    assert {names.GENERATE_CONTENT, names.CONVERSE} <= set(result.stats)
+    assert any(j.via == demo_plan.BEDROCK_INVOKE for j in result.jobs)
     # every kind of trouble in the plan shows up somewhere in the second table
     ws = result.stats.get(names.RESPONSES_WEBSOCKET)
     seq_total = sum(st.sequence.get(names.SEQ_GAP, 0) for st in result.stats.values())
