@@ -1,13 +1,14 @@
 """The doctor's Bedrock cells: ConverseStream, and an Anthropic model's invoke stream (``messages``), through the
-installed boto3 (sync) and aiobotocore (async) clients, observed by the real patches, with no network. Each answer is served in-process by a handler on botocore's public
-``before-send`` event (a handler that returns a response is sent nothing: the way moto serves botocore): an event
-stream framed here, its chunks pulled by botocore as from a socket, a reset or a read timeout raised by the body with
-the exception its HTTP library raises (urllib3 sync, aiohttp async), a 429/503 as the service answers them.
+installed boto3 (sync) and aiobotocore (async) clients, observed by the real patches, with no network. Each answer is
+served in-process by a handler on botocore's public ``before-send`` event (a handler that returns a response is sent
+nothing: the way moto serves botocore): an event stream framed here, its chunks pulled by botocore as from a socket,
+a reset or a read timeout raised by the body with the exception its HTTP library raises (urllib3 sync, aiohttp
+async), a 429/503 as the service answers them.
 
 What is relied on: the ``before-send`` event and its response-returning contract (public), ``botocore.awsrequest
 .AWSResponse(url, status_code, headers, raw)`` / aiobotocore's ``AioAWSResponse`` (public), and the raw body's reading
-methods botocore calls for an event stream (``raw.stream()`` sync, ``raw.content.iter_chunks()`` async; and
-``read`` for an error body): a release that changes them fails its cells here, by name."""
+methods botocore calls for an event stream (``raw.stream()`` sync, ``raw.content.iter_chunks()`` async; and ``read`` for
+an error body): a release that changes them fails its cells here, by name."""
 
 from __future__ import annotations
 
