@@ -290,8 +290,7 @@ def _to_first_delta(via: str) -> int:
 
 def run_sync(client: Any, caller: str, via: str = "") -> None:
     try:
-        response = _open(client, via)
-        stream = response["body" if via == INVOKE else "stream"]
+        stream = _open(client, via)["body" if via == INVOKE else "stream"]  # the response dict is not kept: a drop
     except Exception as exc:
         _swallow(exc)
         return
