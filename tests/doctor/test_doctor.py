@@ -161,7 +161,8 @@ def test_json_shape_and_exit_code() -> None:
     assert done.returncode == (0 if doc["ok"] else 1), done.stderr
     assert len(doc["cells"]) == len(CELLS) == doc["summary"]["cells"]
     for row in doc["cells"]:
-        assert set(row) == {"surface", "mode", "fault", "ok", "expected", "observed", "mismatches", "problem"}
+        assert set(row) == {"surface", "via", "mode", "fault", "ok", "expected", "observed", "mismatches", "problem"}
+        assert row["via"] in (None, "invoke")
         assert {"outcome", "error_class", "abandoned_reason", "ttfd", "deltas", "usage"} <= set(row["expected"])
         assert set(row["expected"]) <= MEASURES and set(row["observed"]) == MEASURES
         assert row["ok"] == (not row["mismatches"] and row["problem"] is None)
@@ -175,7 +176,8 @@ def test_text_output_and_surface_choice(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("ok ", "MISMATCH "))]
     assert len(rows) == len([c for c in CELLS if c.surface == names.MESSAGES])
-    assert all(f" {names.MESSAGES} " in line for line in rows)
+    assert all(f" {names.MESSAGES} " in line or f" {names.MESSAGES}+invoke " in line for line in rows)
+    assert len([line for line in rows if f" {names.MESSAGES}+invoke " in line]) == 23  # Bedrock's, sync and async
     assert "anthropic" in out.splitlines()[0] and "httpx2" in out.splitlines()[0]
     assert "patch points: every one otelstream needs was found" in out
     # every cell held, but the WebSocket surface asked has no cells: not "all held", exit 2
@@ -216,11 +218,15 @@ def test_websocket_asked_checks_its_patch_points(monkeypatch: pytest.MonkeyPatch
 def test_a_surface_whose_sdk_is_missing_is_not_checked(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.setattr(clients, "installed", lambda sdk: sdk != "anthropic")
+    # without anthropic, messages streams still come through Bedrock's invoke: those cells check the surface
+    assert cli.main(["doctor", "--surface", names.MESSAGES]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ok ")]
+    assert len(rows) == 23 and all(f" {names.MESSAGES}+invoke " in line for line in rows)
+    monkeypatch.setattr(bedrock_cells, "installed", lambda: False)
     assert cli.main(["doctor", "--surface", names.MESSAGES]) == 2
     out = capsys.readouterr().out
     assert f"NOT CHECKED: {names.MESSAGES}: the anthropic SDK is not installed" in out.splitlines()
     monkeypatch.setattr(clients, "installed", lambda sdk: False)
-    monkeypatch.setattr(bedrock_cells, "installed", lambda: False)
     assert cli.main(["doctor"]) == 2
     sdks = ", ".join(sorted(runner._SDKS))
     assert f"NOT CHECKED: every surface: no SDK installed ({sdks})" in capsys.readouterr().out
