@@ -110,21 +110,21 @@ CLOUD_ROWS=(
   "cloud-oldest  1.10.0  1.43.0  FULL"   # google-genai 1.10: httpx alone, no httpx_client option, drops in-band errors
   "cloud-middle  1.50.1  newest  CORE"   # the first google-genai that raises an in-band error to its caller
 )
+# The rows share one venv: each moves google-genai and boto3/botocore to its releases (a few packages, not a venv).
 for row in "${CLOUD_ROWS[@]}"; do
   read -r name genai boto what <<<"$row"
   if [ -n "${SDK_MATRIX_ROWS:-}" ] && [[ " $SDK_MATRIX_ROWS " != *" $name "* ]]; then continue; fi
-  if [ "$boto" = newest ]; then sdks=("google-genai==${genai}" "boto3>=1.43,<2")
+  if [ "$boto" = newest ]; then sdks=(--upgrade "google-genai==${genai}" "boto3>=1.43,<2" "botocore>=1.43,<2")
   else sdks=("google-genai==${genai}" "boto3==${boto}" "botocore==${boto}"); fi
   start=$SECONDS
-  venv="$ROOT/$name"
-  if [ "$(cat "$venv/sdk-matrix-row" 2>/dev/null)" != "$genai $boto" ] || ! "$venv/bin/python" -c 'import otelstream' \
-      2>/dev/null; then
+  venv="$ROOT/cloud"
+  if ! "$venv/bin/python" -c 'import otelstream, pytest' 2>/dev/null; then
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv"
-    "$venv/bin/pip" install -q -e . "${sdks[@]}" "httpx>=0.23" "pytest>=8" "pytest-asyncio>=0.23" \
-      "pytest-timeout>=2.3" "hypothesis>=6.100"
-    echo "$genai $boto" >"$venv/sdk-matrix-row"
+    "$venv/bin/pip" install -q -e . "httpx>=0.23" "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" \
+      "hypothesis>=6.100"
   fi
+  "$venv/bin/pip" install -q "${sdks[@]}"
   "$venv/bin/python" - "$genai" "$boto" <<'PY'
 import sys
 import importlib.metadata as md
