@@ -8,7 +8,7 @@
 # tests/dashboards checks the dashboards and rules against the series (its demo loads need openai 3.32+). The other
 # bounds run the adapter and integration tests (FULL), a middle release the adapter tests only (QUICK). Each row gets
 # its own venv: a throwaway one under a temporary directory, or kept under SDK_VENVS/<row> (reused when it was built
-# for the same row). Prints each row's time.
+# for the same row). SDK_MATRIX_ROWS="name ..." runs those rows only. Prints each row's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,6 +38,7 @@ overall_start=$SECONDS
 summary=()
 for row in "${ROWS[@]}"; do
   read -r name oa an what http <<<"$row"
+  if [ -n "${SDK_MATRIX_ROWS:-}" ] && [[ " $SDK_MATRIX_ROWS " != *" $name "* ]]; then continue; fi
   # the SDK requirements: exact releases, or the test extra's ranges ("newest")
   if [ "$oa" = newest ]; then sdks=("openai>=3.57,<4" "anthropic>=2.15,<3"); else sdks=("openai==${oa}" "anthropic==${an}"); fi
   pins=()
@@ -95,6 +96,49 @@ PY
   # what the README asks users to run after an upgrade: the fault matrix on this row's SDK and HTTP releases
   "$venv/bin/otelstream" doctor
   summary+=("$name (openai $oa, anthropic $an, $what, HTTP $http): $((SECONDS - start)) s")
+done
+
+# The cloud SDKs on the oldest releases [google] and [bedrock] allow, and a middle one, in venvs without openai,
+# anthropic or httpx2 (what `pip install otelstream[google]` or `[bedrock]` gives on those releases), and the doctor.
+# FULL: the Gemini and Bedrock live tests (the Gemini caller's view compared with otelstream off once, sync; each
+# Bedrock test compares it itself). CORE: every scripted fault once per client kind (Gemini's fault matrix; Bedrock's
+# converse, invoke and HTTP errors on chunked bodies). The newest google-genai, and aiobotocore 3.10 with the botocore it pins (the only release
+# [bedrock-async] allows), run in the whole suite above; botocore 1.43.0 predates that pin, so its row runs the sync
+# Bedrock tests only, as does the middle row's newest boto3 (1.44: newer than aiobotocore lets the test extra take).
+# row name, google-genai, boto3 (botocore alike; "newest": what [bedrock] resolves), what runs
+CLOUD_ROWS=(
+  "cloud-oldest  1.10.0  1.43.0  FULL"   # google-genai 1.10: httpx alone, no httpx_client option, drops in-band errors
+  "cloud-middle  1.50.1  newest  CORE"   # the first google-genai that raises an in-band error to its caller
+)
+# The rows share one venv: each moves google-genai and boto3/botocore to its releases (a few packages, not a venv).
+for row in "${CLOUD_ROWS[@]}"; do
+  read -r name genai boto what <<<"$row"
+  if [ -n "${SDK_MATRIX_ROWS:-}" ] && [[ " $SDK_MATRIX_ROWS " != *" $name "* ]]; then continue; fi
+  if [ "$boto" = newest ]; then sdks=(--upgrade "google-genai==${genai}" "boto3>=1.43,<2" "botocore>=1.43,<2")
+  else sdks=("google-genai==${genai}" "boto3==${boto}" "botocore==${boto}"); fi
+  start=$SECONDS
+  venv="$ROOT/cloud"
+  if ! "$venv/bin/python" -c 'import otelstream, pytest' 2>/dev/null; then
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    "$venv/bin/pip" install -q -e . "httpx>=0.23" "pytest>=8" "pytest-asyncio>=0.23" "pytest-timeout>=2.3" \
+      "hypothesis>=6.100"
+  fi
+  "$venv/bin/pip" install -q "${sdks[@]}"
+  "$venv/bin/python" - "$genai" "$boto" <<'PY'
+import sys
+import importlib.metadata as md
+genai, boto = md.version("google-genai"), md.version("botocore")
+assert genai == sys.argv[1] and sys.argv[2] in ("newest", boto), (genai, boto)
+assert not any(list(md.distributions(name=d)) for d in ("httpx2", "openai", "anthropic", "aiobotocore"))
+print(f"sdk-matrix: google-genai {genai}, botocore {boto}, httpx {md.version('httpx')}, no httpx2")
+PY
+  if [ "$what" = FULL ]; then pick="not (uninstrumented and async)"
+  else pick="(every_fault_one_report or test_converse or test_invoke_anthropic or test_http_errors) and not sized"; fi
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/integration/test_gemini_live.py \
+    tests/adapters/test_bedrock_live.py -k "$pick"
+  "$venv/bin/otelstream" doctor
+  summary+=("$name (google-genai $genai, boto3 $boto, $what): $((SECONDS - start)) s")
 done
 printf 'sdk-matrix: %s\n' "${summary[@]}"
 echo "sdk-matrix: total $((SECONDS - overall_start)) s"

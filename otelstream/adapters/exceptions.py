@@ -1,7 +1,7 @@
 """What an exception that ended a stream means (``is_cancel``, ``classify_common``, ``error_type_of``, an SDK's own
-tree by ``sdk_classifier``), and which
-client libraries' classes otelstream knows: ``httpx2`` always, the legacy ``httpx`` (openai 2.x reads its streams
-with it) adopted the first time one of its responses or exceptions is met (``adopt_httpx``)."""
+tree by ``sdk_classifier``), and which client libraries' classes otelstream knows: ``httpx2`` when it is installed,
+the legacy ``httpx`` (openai 2.x reads its streams with it) adopted the first time one of its responses or exceptions
+is met (``adopt_httpx``)."""
 
 from __future__ import annotations
 
@@ -11,28 +11,40 @@ import sys
 import threading
 from collections.abc import Callable
 
-import httpx2  # both SDKs depend on it; this module is imported only when one of them is
-
 from otelstream.names import EndReason
 
 # the client libraries (top-level package names) whose bodies get the close hook and whose transport errors are known
-ADOPTED = {"httpx2"}
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, httpx2.StreamError)
+ADOPTED: set[str] = set()
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = ()
 _ADOPT_LOCK = threading.Lock()
 
 
-def adopt_httpx() -> bool:
-    """The legacy ``httpx``, met in a response or an exception: the same body hooks and transport errors for its
-    classes, once per process. False when it is not imported (it need not be installed)."""
-    httpx = sys.modules.get("httpx")
-    if httpx is None:
+def _adopt(lib: str) -> bool:
+    """``httpx2`` or ``httpx``, when imported: the same body hooks and transport errors for its classes, once per
+    process. False when it is not imported (neither need be installed: boto3 brings neither, google-genai's older
+    releases httpx alone)."""
+    module = sys.modules.get(lib)
+    if module is None:
         return False
     global _TRANSPORT_ERRORS
     with _ADOPT_LOCK:
-        if "httpx" not in ADOPTED:
-            _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, httpx.TransportError, httpx.StreamError)
-            ADOPTED.add("httpx")
+        if lib not in ADOPTED:
+            _TRANSPORT_ERRORS = (*_TRANSPORT_ERRORS, module.TransportError, module.StreamError)
+            ADOPTED.add(lib)
     return True
+
+
+def adopt_httpx() -> bool:
+    """The legacy ``httpx``, met in a response or an exception (see ``_adopt``)."""
+    return _adopt("httpx")
+
+
+try:  # openai and anthropic depend on it, and google-genai's newer releases; Bedrock's clients do not
+    import httpx2  # noqa: F401
+except ImportError:
+    pass
+else:
+    _adopt("httpx2")
 
 
 def is_cancel(exc: BaseException) -> bool:
@@ -54,7 +66,8 @@ def classify_common(exc: BaseException) -> tuple[EndReason, str | None] | None:
         return EndReason.TRANSPORT_ERROR, None
     if isinstance(exc, _TRANSPORT_ERRORS):
         return EndReason.TRANSPORT_ERROR, None
-    if type(exc).__module__.startswith("httpx.") and "httpx" not in ADOPTED and adopt_httpx():
+    lib = type(exc).__module__.partition(".")[0]
+    if lib in ("httpx", "httpx2") and lib not in ADOPTED and _adopt(lib):
         return classify_common(exc)
     return None
 

@@ -1,17 +1,19 @@
-"""The doctor's ``converse`` cells: ConverseStream through the installed boto3 (sync) and aiobotocore (async) clients,
-observed by the real patches, with no network. Each answer is served in-process by a handler on botocore's public
-``before-send`` event (a handler that returns a response is sent nothing: the way moto serves botocore): an event
-stream framed here, its chunks pulled by botocore as from a socket, a reset or a read timeout raised by the body with
-the exception its HTTP library raises (urllib3 sync, aiohttp async), a 429/503 as the service answers them.
+"""The doctor's Bedrock cells: ConverseStream, and an Anthropic model's invoke stream (``messages``), through the
+installed boto3 (sync) and aiobotocore (async) clients, observed by the real patches, with no network. Each answer is
+served in-process by a handler on botocore's public ``before-send`` event (a handler that returns a response is sent
+nothing: the way moto serves botocore): an event stream framed here, its chunks pulled by botocore as from a socket,
+a reset or a read timeout raised by the body with the exception its HTTP library raises (urllib3 sync, aiohttp
+async), a 429/503 as the service answers them.
 
 What is relied on: the ``before-send`` event and its response-returning contract (public), ``botocore.awsrequest
 .AWSResponse(url, status_code, headers, raw)`` / aiobotocore's ``AioAWSResponse`` (public), and the raw body's reading
-methods botocore calls for an event stream (``raw.stream()`` sync, ``raw.content.iter_chunks()`` async; and
-``read`` for an error body): a release that changes them fails its cells here, by name."""
+methods botocore calls for an event stream (``raw.stream()`` sync, ``raw.content.iter_chunks()`` async; and ``read`` for
+an error body): a release that changes them fails its cells here, by name."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
 import importlib.util
@@ -71,6 +73,30 @@ _METADATA: Final = frame("metadata", {"usage": {"inputTokens": 5, "outputTokens"
                                       "metrics": {"latencyMs": 1}})  # fmt: skip
 _RESET, _TIMEOUT = "reset", "timeout"
 
+# --- InvokeModelWithResponseStream of an Anthropic model: each ``chunk`` carries one Messages event, base64 ---------
+INVOKE: Final = "invoke"  # the cells' route (``Cell.via``): their streams are ``messages`` ones
+INVOKE_MODEL: Final = "anthropic.claude-doctor"
+
+
+def _chunk(event: dict[str, Any]) -> bytes:
+    return frame("chunk", {"bytes": base64.b64encode(json.dumps(event).encode()).decode()})
+
+
+_MESSAGE: Final[dict[str, Any]] = {"id": "msg_doctor", "type": "message", "role": "assistant", "model": "claude-doctor",
+                   "content": [], "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
+_I_START: Final = (_chunk({"type": "message_start", "message": _MESSAGE}),
+                   _chunk({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+_I_DELTAS: Final = tuple(_chunk({"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": t}}) for t in ("Hel", "lo"))  # fmt: skip
+_I_METRICS: Final = {"amazon-bedrock-invocationMetrics": {"inputTokenCount": 5, "outputTokenCount": 2,
+                                                          "invocationLatency": 2, "firstByteLatency": 1}}  # fmt: skip
+
+
+def _i_stop(reason: str) -> list[bytes]:
+    return [_chunk({"type": "content_block_stop", "index": 0}),
+            _chunk({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 2}}),
+            _chunk({"type": "message_stop", **_I_METRICS})]  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Served:
@@ -82,7 +108,9 @@ class Served:
 
 
 # fault name -> (what is served, the expected measures: events, deltas, usage)
-def _served(fault: F.Fault) -> tuple[Served, int, int, list[int | None]]:
+def _served(fault: F.Fault, via: str = "") -> tuple[Served, int, int, list[int | None]]:
+    if via == INVOKE:
+        return _invoke_served(fault)
     done = (_START, *_DELTAS, *_stop("end_turn"), _METADATA)
     none: list[int | None] = [None, None]
     table: dict[str, tuple[Served, int, int, list[int | None]]] = {
@@ -103,6 +131,30 @@ def _served(fault: F.Fault) -> tuple[Served, int, int, list[int | None]]:
     return table[fault.name]
 
 
+def _invoke_served(fault: F.Fault) -> tuple[Served, int, int, list[int | None]]:
+    """The same faults on an Anthropic model's invoke stream. Its ``message_start`` reports the input tokens (and
+    one output token) before any delta: a stream that ends early keeps what the server reported by then."""
+    done = (*_I_START, *_I_DELTAS, *_i_stop("end_turn"))
+    early: list[int | None] = [5, 1]
+    none: list[int | None] = [None, None]
+    error = frame("modelStreamErrorException", {"message": "doctor"}, exception=True)
+    table: dict[str, tuple[Served, int, int, list[int | None]]] = {
+        "completed": (Served(done), 7, 2, [5, 2]),
+        "cut": (Served((*_I_START, *_I_DELTAS)), 4, 2, early),
+        "reset": (Served((*_I_START, _I_DELTAS[0]), fails=_RESET), 3, 1, early),
+        "body_timeout": (Served((*_I_START, _I_DELTAS[0]), fails=_TIMEOUT), 3, 1, early),
+        "error_after_output": (Served((*_I_START, _I_DELTAS[0], error)), 3, 1, early),
+        "incomplete": (Served((*_I_START, *_I_DELTAS, *_i_stop("max_tokens"))), 7, 2, [5, 2]),
+        "break_close": (Served(done), 3, 1, early),
+        "close": (Served(done), 0, 0, none),
+        "cancel": (Served(done, hold_before=1), 1, 0, early),
+        "gc": (Served(done), 3, 1, early),
+        "http_429": (Served(status=429, error_type="ThrottlingException"), 0, 0, none),
+        "http_503": (Served(status=503, error_type="ServiceUnavailableException"), 0, 0, none),
+    }  # fmt: skip
+    return table[fault.name]
+
+
 FAULT_NAMES: Final = ("completed", "cut", "reset", "body_timeout", "error_after_output", "incomplete", "break_close",
                       "close", "cancel", "gc", "http_429", "http_503")  # fmt: skip
 
@@ -111,8 +163,8 @@ def faults() -> list[F.Fault]:
     return [F.BY_NAME[name] for name in FAULT_NAMES]
 
 
-def expected(fault: F.Fault) -> dict[str, Any]:
-    _, events, deltas, usage = _served(fault)
+def expected(fault: F.Fault, via: str = "") -> dict[str, Any]:
+    _, events, deltas, usage = _served(fault, via)
     return {"outcome": fault.outcome, "error_class": fault.error_class, "abandoned_reason": fault.abandoned_reason,
             "ttfd": deltas > 0, "events": events, "deltas": deltas, "usage": usage, "unobserved": []}  # fmt: skip
 
@@ -209,7 +261,7 @@ def serve(client: Any, plans: dict[str, Served], *, is_async: bool) -> None:
 
 
 def plans_for(cells: list[Any]) -> dict[str, Served]:
-    return {c.key: _served(c.fault)[0] for c in cells}
+    return {c.key: _served(c.fault, c.via)[0] for c in cells}
 
 
 _PROMPT: Final = [{"role": "user", "content": [{"text": "x"}]}]
@@ -220,9 +272,25 @@ def _swallow(exc: BaseException) -> None:
     report."""
 
 
-def run_sync(client: Any, caller: str) -> None:
+_INVOKE_BODY: Final = json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 16,
+                                   "messages": [{"role": "user", "content": "x"}]})  # fmt: skip
+
+
+def _open(client: Any, via: str) -> Any:
+    """The streaming call (a coroutine on an aiobotocore client): ConverseStream, or an Anthropic model's invoke."""
+    if via == INVOKE:
+        return client.invoke_model_with_response_stream(modelId=INVOKE_MODEL, body=_INVOKE_BODY)
+    return client.converse_stream(modelId="doctor-model", messages=_PROMPT)
+
+
+def _to_first_delta(via: str) -> int:
+    """The events up to the first delta: messageStart; message_start and content_block_start on invoke."""
+    return 3 if via == INVOKE else 2
+
+
+def run_sync(client: Any, caller: str, via: str = "") -> None:
     try:
-        stream = client.converse_stream(modelId="doctor-model", messages=_PROMPT)["stream"]
+        stream = _open(client, via)["body" if via == INVOKE else "stream"]  # the response dict is not kept: a drop
     except Exception as exc:
         _swallow(exc)
         return
@@ -231,8 +299,8 @@ def run_sync(client: Any, caller: str) -> None:
             stream.close()
         elif caller in (F.BREAK_CLOSE, F.DROP):
             it = iter(stream)
-            next(it)
-            next(it)  # messageStart, then the first delta
+            for _ in range(_to_first_delta(via)):
+                next(it)
             del it
             if caller == F.BREAK_CLOSE:
                 stream.close()
@@ -246,21 +314,21 @@ def run_sync(client: Any, caller: str) -> None:
         _swallow(exc)
 
 
-async def run_async(client: Any, caller: str) -> None:
+async def run_async(client: Any, caller: str, via: str = "") -> None:
     try:
-        response = await client.converse_stream(modelId="doctor-model", messages=_PROMPT)
+        response = await _open(client, via)
     except Exception as exc:
         _swallow(exc)
         return
-    stream = response["stream"]
+    stream = response["body" if via == INVOKE else "stream"]
     del response
     try:
         if caller == F.CLOSE_UNREAD:
             stream.close()
         elif caller in (F.BREAK_CLOSE, F.DROP):
             it = stream.__aiter__()
-            await it.__anext__()
-            await it.__anext__()
+            for _ in range(_to_first_delta(via)):
+                await it.__anext__()
             await it.aclose()  # the caller's loop is left; the stream itself is closed, or dropped
             del it
             if caller == F.BREAK_CLOSE:

@@ -30,6 +30,7 @@ class Watch:
 
     def __init__(self, closed: Callable[[], None] | None = None) -> None:
         self.items = 0
+        self.drained = False  # a drain reached the stream's end without the SDK raising anything to the caller
         self._closed = closed
 
     def closed(self) -> None:
@@ -60,6 +61,7 @@ def run_sync(open_stream: Callable[[], Any], caller: str, reads: int, watch: Wat
         else:
             for _ in stream:
                 watch.items += 1
+            watch.drained = True
     except Exception:
         return
 
@@ -103,6 +105,7 @@ async def run_async(
         else:
             async for _ in stream:
                 watch.items += 1
+            watch.drained = True
     except Exception:
         return
 

@@ -44,27 +44,49 @@ class _Genai:
     """google-genai's client as the runner uses the others: ``models`` (the async ones on an async client) and
     ``close()`` (a coroutine on an async client). The client is held: a collected one closes its HTTP clients."""
 
-    def __init__(self, client: Any, is_async: bool) -> None:
+    def __init__(self, client: Any, is_async: bool, http_client: Any) -> None:
         self.client = client
         self.is_async = is_async
+        self.http_client = http_client
         self.models = client.aio.models if is_async else client.models
 
     def close(self) -> Any:
+        if not hasattr(self.client, "close"):  # releases before Client.close(): the mock client is ours to close
+            return self.http_client.aclose() if self.is_async else self.http_client.close()
         return self.client.aio.aclose() if self.is_async else self.client.close()
 
 
+def _genai_library(api: Any, is_async: bool) -> ModuleType:
+    """The httpx library the release streams with by default: that of the client it made (httpx2 on 3.x, httpx on
+    the older releases [google] allows)."""
+    made = api._async_httpx_client if is_async else api._httpx_client
+    for cls in type(made).__mro__:
+        root = cls.__module__.partition(".")[0]
+        if cls.__name__ in ("Client", "AsyncClient") and root in ("httpx", "httpx2"):
+            return importlib.import_module(root)
+    raise LookupError(f"google-genai's default client {type(made).__name__} derives from no httpx / httpx2 client")
+
+
 def _genai_client(plans: Mapping[str, Served], is_async: bool) -> _Genai:
-    """google-genai over httpx2's mock transport (its async client then uses httpx2 rather than aiohttp: aiohttp has
-    no mock transport; the live tests cover it)."""
-    import httpx2
+    """google-genai over its httpx library's mock transport (the async client then uses it rather than aiohttp:
+    aiohttp has no mock transport; the live tests cover it). Releases with the ``httpx_client`` options are handed
+    the mock client through them; older ones (1.10) take none, and their client's ``_httpx_client`` /
+    ``_async_httpx_client`` is replaced: a release without it fails its cells here ("could not run"), by name."""
     from google import genai
     from google.genai import types
 
-    transport = httpx2.MockTransport(handler(httpx2, plans, is_async=is_async))
-    http_client: Any = (httpx2.AsyncClient if is_async else httpx2.Client)(transport=transport, trust_env=False)
+    base: dict[str, Any] = {"base_url": _BASE_URL["google.genai"], "timeout": 5000}
+    client = genai.Client(api_key="otelstream-doctor", http_options=types.HttpOptions(**base))
+    http = _genai_library(client._api_client, is_async)
+    transport = http.MockTransport(handler(http, plans, is_async=is_async))
+    http_client: Any = (http.AsyncClient if is_async else http.Client)(transport=transport, trust_env=False)
     key = "httpx_async_client" if is_async else "httpx_client"
-    options = types.HttpOptions(base_url=_BASE_URL["google.genai"], timeout=5000, **{key: http_client})
-    return _Genai(genai.Client(api_key="otelstream-doctor", http_options=options), is_async)
+    if key in types.HttpOptions.model_fields:
+        options = types.HttpOptions(**base, **{key: http_client})
+        client = genai.Client(api_key="otelstream-doctor", http_options=options)
+    else:
+        setattr(client._api_client, f"_{'async_' if is_async else ''}httpx_client", http_client)
+    return _Genai(client, is_async, http_client)
 
 
 def make_client(sdk: str, plans: Mapping[str, Served], *, is_async: bool) -> Any:

@@ -58,7 +58,7 @@ def text(result: Result) -> str:
         table: list[list[str]] = [["result", "surface", "mode", "fault", *(t for t, _ in _COLUMNS)]]
         for row in result.rows:
             verdict = "ok" if row.ok else "MISMATCH"
-            table.append([verdict, row.cell.surface, row.cell.mode, row.cell.fault.name,
+            table.append([verdict, row.cell.label, row.cell.mode, row.cell.fault.name,
                           *(_cell(row, m) for _, m in _COLUMNS)])  # fmt: skip
         lines.extend(_table(table))
         for row in result.rows:

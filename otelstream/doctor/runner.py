@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from otelstream import names
 from otelstream.core.report import StreamReport
-from otelstream.doctor import bedrock_cells, bodies, callers, clients, patchpoints, private_loop
+from otelstream.doctor import bedrock_cells, bedrock_run, bodies, callers, clients, patchpoints, private_loop
 from otelstream.doctor import faults as F
 from otelstream.doctor.routing import CELL, DoctorListener, Routing, routed
 from otelstream.doctor.versions import versions
@@ -32,6 +32,10 @@ from otelstream.doctor.versions import versions
 _ASYNC_CELL_TIMEOUT_S: Final = 5.0  # a cell that hangs (a cancellation swallowed) is a mismatch, not a hung doctor
 NOT_COVERED: Final = (
     f"{names.RESPONSES_WEBSOCKET}: not covered (WebSocket mode needs a socket server; its patch points are checked)",
+)
+DROPPED_ERROR: Final = (
+    f"{names.GENERATE_CONTENT}: this google-genai drops an in-band error object (releases before 1.50): the caller "
+    "gets no exception and otelstream reports such a stream as cut, the error's type unknown"
 )
 _WEBSOCKET_SDK: Final = "openai"  # no cells for its WebSocket mode, but its patch points are checked when asked
 
@@ -41,10 +45,15 @@ class Cell:
     surface: str
     mode: str
     fault: F.Fault
+    via: str = ""  # another SDK's route to the surface: ``invoke`` (Bedrock's invoke stream of an Anthropic model)
 
     @property
     def key(self) -> str:
-        return f"{self.surface}/{self.mode}/{self.fault.name}"
+        return f"{self.label}/{self.mode}/{self.fault.name}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.surface}+{self.via}" if self.via else self.surface
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,8 @@ class Row:
         return not self.mismatches and self.problem is None
 
     def to_json(self) -> dict[str, Any]:
-        return {"surface": self.cell.surface, "mode": self.cell.mode, "fault": self.cell.fault.name, "ok": self.ok,
+        return {"surface": self.cell.surface, "via": self.cell.via or None, "mode": self.cell.mode,
+                "fault": self.cell.fault.name, "ok": self.ok,
                 "expected": self.expected, "observed": self.observed, "mismatches": list(self.mismatches),
                 "problem": self.problem}  # fmt: skip
 
@@ -100,11 +110,15 @@ def cells(surfaces: Sequence[str] | None = None, *, small: bool = False) -> list
         for fault in F.FAULTS
         if _in_matrix(surface, mode, fault, small)
     ]
-    if (surfaces is None or names.CONVERSE in surfaces) and bedrock_cells.installed():
-        # the self-check (small) leaves aiobotocore alone unless the application imported it
+    if bedrock_cells.installed():
+        # the self-check (small) leaves aiobotocore alone unless the application imported it, and leaves the invoke
+        # route (the same botocore patch points) to the full doctor
         use_async = bedrock_cells.installed_async() and (not small or "aiobotocore" in sys.modules)
         modes = (F.SYNC, F.ASYNC) if use_async else (F.SYNC,)
-        found += [Cell(names.CONVERSE, mode, fault) for mode in modes for fault in bedrock_cells.faults()
+        routes = [(names.CONVERSE, "")] + ([] if small else [(names.MESSAGES, bedrock_cells.INVOKE)])
+        found += [Cell(surface, mode, fault, via) for surface, via in routes
+                  if surfaces is None or surface in surfaces
+                  for mode in modes for fault in bedrock_cells.faults()
                   if mode in fault.modes and (fault.small or not small)]  # fmt: skip
     return found
 
@@ -134,16 +148,21 @@ def _in_matrix(surface: str, mode: str, fault: F.Fault, small: bool) -> bool:
     return fault.small and (surface != names.GENERATE_CONTENT or (fault.name, mode) in F.GEMINI_SMALL)
 
 
-def expected_of(cell: Cell, served: bodies.Served | None, items: int | None = None) -> dict[str, Any]:
+def expected_of(cell: Cell, served: bodies.Served | None, items: int | None = None,
+                dropped: bool = False) -> dict[str, Any]:  # fmt: skip
     """What the cell's report must say; ``items``: the counted events the caller received, where it drained or
-    waited to be cancelled (None: all the server sent up to where the caller stopped)."""
+    waited to be cancelled (None: all the server sent up to where the caller stopped); ``dropped``: the SDK dropped
+    the in-band error (``DROPPED_ERROR``), so the stream the caller saw ended without its finish: ``cut``."""
     fault = cell.fault
-    if served is None:  # a converse cell (bedrock_cells serves it)
-        return bedrock_cells.expected(fault)
+    if served is None:  # a Bedrock cell (bedrock_cells serves it)
+        return bedrock_cells.expected(fault, cell.via)
     counts = bodies.expected_counts(cell.surface, bodies.received(served, fault.caller, items))
+    outcome, error_class = fault.outcome, F.error_class_for(fault, cell.surface)
+    if dropped:
+        outcome, error_class = names.CUT, names.EC_CUT
     expected = {
-        "outcome": fault.outcome,
-        "error_class": F.error_class_for(fault, cell.surface),
+        "outcome": outcome,
+        "error_class": error_class,
         "abandoned_reason": fault.abandoned_reason,
         "ttfd": counts.ttfd,
         "events": counts.events,
@@ -208,8 +227,9 @@ class _Run:
 
     def __init__(self, chosen: list[Cell], stop: threading.Event | None, deadline: float | None) -> None:
         self.cells = chosen
-        self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen if c.surface != names.CONVERSE}
-        self.bedrock = bedrock_cells.plans_for([c for c in chosen if c.surface == names.CONVERSE])
+        bedrock = [c for c in chosen if c.surface == names.CONVERSE or c.via]
+        self.served = {c.key: bodies.serve(c.surface, c.fault) for c in chosen if c not in bedrock}
+        self.bedrock = bedrock_cells.plans_for(bedrock)
         self.problems: dict[str, str] = {}
         self.at_close: dict[str, int] = {}
         self.watches: dict[str, callers.Watch] = {}
@@ -220,6 +240,12 @@ class _Run:
     def items(self, key: str) -> int | None:
         watch = self.watches.get(key)
         return None if watch is None else watch.items
+
+    def dropped(self, cell: Cell) -> bool:
+        """A Gemini in-band error cell whose caller drained to the end unraised: the release dropped the error."""
+        watch = self.watches.get(cell.key)
+        gemini_error = cell.surface == names.GENERATE_CONTENT and cell.fault.outcome == names.ERROR
+        return gemini_error and watch is not None and watch.drained
 
     def watch(self, key: str) -> callers.Watch:
         def closed() -> None:
@@ -277,49 +303,6 @@ class _Run:
         finally:
             await client.close()
 
-    def bedrock_sync(self, mode_cells: list[Cell], routing: Routing) -> None:
-        import boto3
-
-        client = boto3.client(**bedrock_cells.client_kwargs())
-        bedrock_cells.serve(client, self.bedrock, is_async=False)
-        for cell in mode_cells:
-            if self.stopped or not routing.intact:
-                return
-            token = CELL.set(cell.key)
-            try:
-                bedrock_cells.run_sync(client, cell.fault.caller)
-            except Exception as exc:
-                self.problems[cell.key] = f"could not run: {exc!r}"
-            finally:
-                CELL.reset(token)
-
-    async def bedrock_async(self, mode_cells: list[Cell], routing: Routing) -> None:
-        from aiobotocore.session import get_session
-
-        async with get_session().create_client(**bedrock_cells.client_kwargs()) as client:
-            bedrock_cells.serve(client, self.bedrock, is_async=True)
-            for cell in mode_cells:
-                if self.stopped or not routing.intact:
-                    return
-                token = CELL.set(cell.key)
-                try:
-                    await asyncio.wait_for(bedrock_cells.run_async(client, cell.fault.caller), _ASYNC_CELL_TIMEOUT_S)
-                except asyncio.TimeoutError:
-                    self.problems[cell.key] = f"hung: no end within {_ASYNC_CELL_TIMEOUT_S:g} s"
-                except Exception as exc:
-                    self.problems[cell.key] = f"could not run: {exc!r}"
-                finally:
-                    CELL.reset(token)
-
-    def bedrock_cells(self, routing: Routing) -> None:
-        for mode in F.MODES:
-            mode_cells = [c for c in self.cells if c.surface == names.CONVERSE and c.mode == mode]
-            if mode_cells:
-                if mode == F.SYNC:
-                    self.bedrock_sync(mode_cells, routing)
-                else:
-                    private_loop.run_loop(self.bedrock_async(mode_cells, routing))
-
 
 def run(
     surfaces: Sequence[str] | None = None,
@@ -334,7 +317,8 @@ def run(
     chosen = cells(surfaces, small=small)
     state = _Run(chosen, stop, deadline)
     result = Result(versions=versions(), notes=list(NOT_COVERED), unchecked=unchecked(surfaces, chosen))
-    sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen if c.surface != names.CONVERSE))
+    sdks = tuple(dict.fromkeys(clients.SDK_BY_SURFACE[c.surface] for c in chosen
+                               if c.surface != names.CONVERSE and not c.via))  # fmt: skip
     # the SDKs whose patch points are checked: those of the cells, and openai's when its WebSocket mode is asked
     pointed = sdks
     if names.RESPONSES_WEBSOCKET in (surfaces or ()) and clients.installed(_WEBSOCKET_SDK):
@@ -343,8 +327,9 @@ def run(
         for sdk in pointed:
             importlib.import_module(sdk)
         checked = pointed
-        if any(c.surface == names.CONVERSE for c in chosen):  # botocore's (and aiobotocore's) points too
-            converse_async = any(c.surface == names.CONVERSE and c.mode == F.ASYNC for c in chosen)
+        on_bedrock = [c for c in chosen if c.surface == names.CONVERSE or c.via]
+        if on_bedrock:  # botocore's (and aiobotocore's) points too
+            converse_async = any(c.mode == F.ASYNC for c in on_bedrock)
             checked += ("botocore", "aiobotocore") if converse_async else ("botocore",)
             for module in checked[len(pointed) :]:
                 importlib.import_module(module)
@@ -353,23 +338,25 @@ def run(
         with _young_heap(any(c.fault.caller == F.DROP for c in chosen)):
             for sdk in sdks:
                 for mode in F.MODES:
-                    mode_cells = [c for c in chosen
-                                  if clients.SDK_BY_SURFACE.get(c.surface) == sdk and c.mode == mode]  # fmt: skip
+                    mode_cells = [c for c in chosen if not c.via
+                                  and clients.SDK_BY_SURFACE.get(c.surface) == sdk and c.mode == mode]  # fmt: skip
                     if not mode_cells:
                         continue
                     if mode == F.SYNC:
                         state.sync_cells(sdk, mode_cells, routing)
                     else:
                         private_loop.run_loop(state.async_cells(sdk, mode_cells, routing))
-            state.bedrock_cells(routing)
+            bedrock_run.run_cells(state, [c for c in chosen if c.surface == names.CONVERSE or c.via], routing)
         result.interrupted = state.stopped or not routing.intact
         missing, notes = patchpoints.missing(checked)  # before the patches are removed: that forgets what was missing
     result.missing = missing
     result.notes.extend(notes)
+    if any(state.dropped(c) for c in chosen):
+        result.notes.append(DROPPED_ERROR)
     result.rows = [
         compare(
             c,
-            expected_of(c, state.served.get(c.key), state.items(c.key)),
+            expected_of(c, state.served.get(c.key), state.items(c.key), state.dropped(c)),
             state.listener.reports_of(c.key),
             state.problems.get(c.key),
             state.at_close.get(c.key),

@@ -7,6 +7,7 @@ otelstream off."""
 from __future__ import annotations
 
 import gc
+import importlib.util
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,7 +20,9 @@ from tests.support.bedrock_server import PAUSE_S, REQUEST_ID, BedrockServer
 from tests.support.eventstream import event
 from tests.support.recording import RecordingListener
 
-MODES = ("sync", "async")
+# aiobotocore pins the botocore it patches: the older botocore releases [bedrock] allows (.ci/sdk-matrix.sh) run sync
+HAS_AIOBOTOCORE = importlib.util.find_spec("aiobotocore") is not None
+MODES = ("sync", "async") if HAS_AIOBOTOCORE else ("sync",)
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +205,7 @@ def test_caller_ends(
     assert r.error_class is None and seen.error is None
 
 
+@pytest.mark.skipif(not HAS_AIOBOTOCORE, reason="aiobotocore is not installed")
 @pytest.mark.parametrize("op", ["converse", "invoke"])
 def test_task_cancel(rec: RecordingListener, server: BedrockServer, op: str) -> None:
     """The caller's task is cancelled while it waits for the first delta (after messageStart: aiobotocore hands

@@ -40,7 +40,7 @@ def test_every_installed_surface_sync_and_async_with_every_fault() -> None:
     assert surfaces == {*faults.SURFACES, names.CONVERSE}  # every SDK is installed in the test environment
     for surface in faults.SSE_SURFACES:
         for mode in faults.MODES:
-            have = {c.fault.name for c in CELLS if (c.surface, c.mode) == (surface, mode)}
+            have = {c.fault.name for c in CELLS if (c.surface, c.mode, c.via) == (surface, mode, "")}
             want = {f.name for f in faults.FAULTS if surface in f.surfaces and mode in f.modes}
             assert have == want and len(have) >= (12 if surface == names.GENERATE_CONTENT else 14), (surface, mode)
 
@@ -88,6 +88,40 @@ def test_converse_cells_sync_and_async() -> None:
         assert have == want and len(have) >= 11, mode
 
 
+def test_messages_through_bedrock_invoke_cells_sync_and_async() -> None:
+    """An Anthropic model's invoke stream is a ``messages`` stream: its cells run beside the anthropic SDK's, under
+    keys of their own (each is checked by ``test_cell_holds``), in the full doctor only (not the self-check's)."""
+    from otelstream.doctor import bedrock_cells
+
+    for mode in faults.MODES:
+        have = {c.fault.name for c in CELLS if (c.surface, c.mode, c.via) == (names.MESSAGES, mode, "invoke")}
+        assert have == {name for name in bedrock_cells.FAULT_NAMES if mode in faults.BY_NAME[name].modes}, mode
+    assert len({c.key for c in CELLS}) == len(CELLS)
+    assert not any(c.via for c in runner.cells(small=True))
+    assert all(c.via for c in runner.cells([names.MESSAGES]) if c.key.startswith("messages+invoke/"))
+
+
+def test_invoke_cells_expect_the_messages_rules() -> None:
+    """What the invoke cells must report, read by hand: message_start's usage (5 in, 1 out) stays on a stream that
+    ends early; message_delta's output count (2) replaces it on a whole one."""
+    by = {(c.fault.name, c.mode): runner.expected_of(c, None) for c in CELLS if c.via}
+    assert by[("completed", faults.SYNC)] == {"outcome": names.COMPLETED, "error_class": None,
+                                                   "abandoned_reason": None, "ttfd": True, "events": 7, "deltas": 2,
+                                                   "usage": [5, 2], "unobserved": []}  # fmt: skip
+    assert by[("cut", faults.SYNC)]["usage"] == [5, 1] and by[("cut", faults.SYNC)]["outcome"] == names.CUT
+    assert by[("cancel", faults.ASYNC)]["events"] == 1 and by[("cancel", faults.ASYNC)]["ttfd"] is False
+
+
+def test_gemini_error_dropped_by_the_sdk_is_expected_cut() -> None:
+    """A google-genai release that drops an in-band error object (before 1.50) hands the caller a stream that ends
+    without its finish: the cell then expects ``cut``, and the run says why in a note."""
+    cell = next(c for c in CELLS if c.surface == names.GENERATE_CONTENT and c.fault.name == "error_after_output")
+    served = runner.bodies.serve(cell.surface, cell.fault)
+    assert runner.expected_of(cell, served)["outcome"] == names.ERROR
+    dropped = runner.expected_of(cell, served, dropped=True)
+    assert (dropped["outcome"], dropped["error_class"]) == (names.CUT, names.EC_CUT)
+
+
 def test_doctor_surface_converse_exits_0() -> None:
     out = subprocess.run([sys.executable, "-m", "otelstream.cli", "doctor", "--surface", "converse", "--json"],
                          capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
@@ -127,7 +161,8 @@ def test_json_shape_and_exit_code() -> None:
     assert done.returncode == (0 if doc["ok"] else 1), done.stderr
     assert len(doc["cells"]) == len(CELLS) == doc["summary"]["cells"]
     for row in doc["cells"]:
-        assert set(row) == {"surface", "mode", "fault", "ok", "expected", "observed", "mismatches", "problem"}
+        assert set(row) == {"surface", "via", "mode", "fault", "ok", "expected", "observed", "mismatches", "problem"}
+        assert row["via"] in (None, "invoke")
         assert {"outcome", "error_class", "abandoned_reason", "ttfd", "deltas", "usage"} <= set(row["expected"])
         assert set(row["expected"]) <= MEASURES and set(row["observed"]) == MEASURES
         assert row["ok"] == (not row["mismatches"] and row["problem"] is None)
@@ -141,7 +176,8 @@ def test_text_output_and_surface_choice(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(("ok ", "MISMATCH "))]
     assert len(rows) == len([c for c in CELLS if c.surface == names.MESSAGES])
-    assert all(f" {names.MESSAGES} " in line for line in rows)
+    assert all(f" {names.MESSAGES} " in line or f" {names.MESSAGES}+invoke " in line for line in rows)
+    assert len([line for line in rows if f" {names.MESSAGES}+invoke " in line]) == 23  # Bedrock's, sync and async
     assert "anthropic" in out.splitlines()[0] and "httpx2" in out.splitlines()[0]
     assert "patch points: every one otelstream needs was found" in out
     # every cell held, but the WebSocket surface asked has no cells: not "all held", exit 2
@@ -182,11 +218,15 @@ def test_websocket_asked_checks_its_patch_points(monkeypatch: pytest.MonkeyPatch
 def test_a_surface_whose_sdk_is_missing_is_not_checked(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     monkeypatch.setattr(clients, "installed", lambda sdk: sdk != "anthropic")
+    # without anthropic, messages streams still come through Bedrock's invoke: those cells check the surface
+    assert cli.main(["doctor", "--surface", names.MESSAGES]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ok ")]
+    assert len(rows) == 23 and all(f" {names.MESSAGES}+invoke " in line for line in rows)
+    monkeypatch.setattr(bedrock_cells, "installed", lambda: False)
     assert cli.main(["doctor", "--surface", names.MESSAGES]) == 2
     out = capsys.readouterr().out
     assert f"NOT CHECKED: {names.MESSAGES}: the anthropic SDK is not installed" in out.splitlines()
     monkeypatch.setattr(clients, "installed", lambda sdk: False)
-    monkeypatch.setattr(bedrock_cells, "installed", lambda: False)
     assert cli.main(["doctor"]) == 2
     sdks = ", ".join(sorted(runner._SDKS))
     assert f"NOT CHECKED: every surface: no SDK installed ({sdks})" in capsys.readouterr().out
