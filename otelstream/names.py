@@ -364,6 +364,7 @@ ATTR_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
 # what an OpenAI server sent about the response, when it sent it
 ATTR_OPENAI_SERVICE_TIER: Final = "openai.response.service_tier"
 ATTR_OPENAI_SYSTEM_FINGERPRINT: Final = "openai.response.system_fingerprint"
+ATTR_BEDROCK_LATENCY_MS: Final = "aws.bedrock.response.latency_ms"  # converse metadata.metrics.latencyMs
 # otelstream attributes
 ATTR_SURFACE: Final = "otelstream.surface"
 ATTR_ERROR_CLASS: Final = "otelstream.error_class"

@@ -175,6 +175,7 @@ class StreamReport:
     api_type: str | None = None
     service_tier: str | None = None  # OpenAI: the tier that served the response, as the server sent it
     system_fingerprint: str | None = None  # OpenAI chat/completions, as the server sent it
+    provider_latency_ms: int | None = None  # Bedrock converse: metadata.metrics.latencyMs, the service's own figure
     # the application's (otelstream.attributes(), baggage), captured when the request was sent
     attributes: Attributes = field(default_factory=_no_attributes, hash=False)  # a mapping: not in the hash
     abandoned_reason: str | None = None

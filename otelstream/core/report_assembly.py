@@ -119,6 +119,7 @@ def build_report(
             "server_port": start.server_port,
             "api_type": start.api_type,
             "service_tier": s.service_tier,
+            "provider_latency_ms": s.provider_latency_ms,
             "system_fingerprint": s.system_fingerprint,
             "attributes": start.attributes,
             "abandoned_reason": abandoned_reason,

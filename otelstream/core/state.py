@@ -68,6 +68,7 @@ class StreamState(SequenceNumbers, Choices):
         "last_choice",
         "max_wait_ns",
         "others",
+        "provider_latency_ms",
         "rank",
         "ratelimits",
         "request_id",
@@ -155,6 +156,7 @@ class StreamState(SequenceNumbers, Choices):
         self.response_id: str | None = None
         self.response_model: str | None = None
         self.service_tier: str | None = None
+        self.provider_latency_ms: int | None = None
         self.system_fingerprint: str | None = None
         self.request_id = request_id
         self.ratelimits: tuple[RateLimit, ...] = ()  # set by the adapter from the answer's headers at the send

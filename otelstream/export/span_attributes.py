@@ -136,6 +136,8 @@ def report_attributes(report: StreamReport, *, internal: bool, latest: bool = Fa
         a[names.ATTR_OPENAI_SERVICE_TIER] = report.service_tier
     if report.system_fingerprint:
         a[names.ATTR_OPENAI_SYSTEM_FINGERPRINT] = report.system_fingerprint
+    if report.provider_latency_ms is not None:
+        a[names.ATTR_BEDROCK_LATENCY_MS] = report.provider_latency_ms
     tps = report.output_tokens_per_second
     if tps is not None:
         a[names.ATTR_OUTPUT_TOKENS_PER_SECOND] = tps

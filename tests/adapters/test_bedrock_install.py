@@ -73,5 +73,6 @@ def test_one_stream_one_span_one_series(
     assert len(spans) == 1
     a = spans[0].attributes
     assert a[names.ATTR_OUTCOME] == names.COMPLETED
+    assert a[names.ATTR_BEDROCK_LATENCY_MS] == 321  # the service's own metadata.metrics.latencyMs
     assert a[names.ATTR_TIME_TO_FIRST_DELTA] >= PAUSE_S
     assert _streams(registry, names.CONVERSE) == 1

@@ -122,6 +122,7 @@ def test_converse(
     if script == "completed":
         assert (r.deltas, r.usage.input_tokens, r.usage.output_tokens) == (2, 5 + 2 + 1, 3)
         assert (r.usage.cache_read_input_tokens, r.usage.cache_write_input_tokens) == (2, 1)
+        assert r.provider_latency_ms == 321  # the stand-in's metadata.metrics.latencyMs
     if script == "pause":
         # the first delta reached the caller after the pause, whatever came before it (messageStart)
         ttfd = r.time_to_first_delta_s

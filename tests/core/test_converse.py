@@ -69,6 +69,18 @@ def test_malformed_output_is_a_server_error(reason: str) -> None:
     assert (r.outcome, r.error_type, r.error_class) == (names.ERROR, reason, names.EC_SERVER_ERROR)
 
 
+def test_the_service_latency_as_sent() -> None:
+    assert run(C, body()).provider_latency_ms == 420
+    assert run(C, body(meta=False)).provider_latency_ms is None
+
+
+@pytest.mark.parametrize("bad", [None, "420", 4.2, -1, True, 2**63, {"ms": 1}])
+def test_a_latency_not_a_count_of_ms_is_left_unknown(bad: object) -> None:
+    meta = {"metadata": {"usage": USAGE, "metrics": {"latencyMs": bad}}}
+    r = run(C, [*body(meta=False), meta])
+    assert r.provider_latency_ms is None and r.outcome == names.COMPLETED and r.usage.input_tokens == 150
+
+
 def test_missing_metadata_is_usage_missing_not_a_bad_outcome() -> None:
     r = run(C, body(meta=False))
     assert r.outcome == names.COMPLETED and counts(r) == {names.ANOM_USAGE_MISSING: 1}

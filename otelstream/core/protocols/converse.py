@@ -81,7 +81,11 @@ def observe_converse(t: StreamState, d: dict[str, Any], name: object, ev: object
         t.outcome_seen(names.COMPLETED, terminal=True)
         return OTHER
     if typ == "metadata":
-        read_usage(t, fields(body).get("usage"), _counts)
+        meta = fields(body)
+        read_usage(t, meta.get("usage"), _counts)
+        latency = fields(meta.get("metrics")).get("latencyMs")
+        if type(latency) is int and 0 <= latency < 2**63:
+            t.provider_latency_ms = latency
         return OTHER
     if typ in EXCEPTION_TYPES or typ.endswith("Exception"):
         t.error_seen((typ[:64], None, None))
