@@ -9,14 +9,14 @@ import logging
 import os
 from types import ModuleType
 
-logger = logging.getLogger("otelstream")
+from otelstream import config
 
-PURE_ENV = "OTELSTREAM_PURE_PYTHON"
+logger = logging.getLogger("otelstream")
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if os.environ.get(PURE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-        return None, f"pure Python ({PURE_ENV}=1)"
+    if config.load().pure_python:
+        return None, f"pure Python ({config.env_name('pure_python')} is set)"
     try:
         from otelstream import _speedups  # type: ignore[attr-defined]
     except ImportError as exc:  # not built at install (no compiler), or built for another interpreter
