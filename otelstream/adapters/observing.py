@@ -159,13 +159,18 @@ def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
     finish(call, how, error_type, exc)
 
 
-# the sync observer that runs: the compiled one where it was built (``accelerator``), else the reference
-observe_sync: Callable[[Iterator[Any], Call, Classifier], Iterator[Any]] = observe_sync_py
-if accelerator.native is not None:
-    accelerator.native.configure(
+def configure_native(native: Any) -> None:
+    """Hand the compiled module what its observer calls and stores (idempotent)."""
+    native.configure(
         _guard.report, "adapters.event", stream_ended, _PULLING, _BETWEEN, _FINISHED, time.monotonic_ns,
         CHUNK_BOUNDS_NS,
     )  # fmt: skip
+
+
+# the sync observer that runs: the compiled one where it was built (``accelerator``), else the reference
+observe_sync: Callable[[Iterator[Any], Call, Classifier], Iterator[Any]] = observe_sync_py
+if accelerator.native is not None:
+    configure_native(accelerator.native)
     observe_sync = accelerator.native.Observe
 
 
