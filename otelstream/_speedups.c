@@ -99,11 +99,21 @@ static inline int as_ll(PyObject *v, long long *out) {
 }
 
 /* an object's own __dict__ when it is a plain dict found at the type's dict offset (an SDK model's fields) */
-static inline PyObject *fields_of(PyObject *obj) {
+static inline PyObject *fields_of(PyObject *obj) { /* borrowed: the object keeps its dict */
     Py_ssize_t off = Py_TYPE(obj)->tp_dictoffset;
-    if (off <= 0) return NULL;
-    PyObject *d = *(PyObject **)((char *)obj + off);
-    return (d != NULL && PyDict_CheckExact(d)) ? d : NULL;
+    if (off > 0) {
+        PyObject *d = *(PyObject **)((char *)obj + off);
+        return (d != NULL && PyDict_CheckExact(d)) ? d : NULL;
+    }
+    if (off == 0) return NULL;
+    /* a dict the interpreter manages (3.11+): made on its first read, as reading ``__dict__`` makes it */
+    PyObject *d = PyObject_GenericGetDict(obj, NULL);
+    if (d == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(d);
+    return PyDict_CheckExact(d) ? d : NULL;
 }
 
 static inline PyObject *get(PyObject *d, PyObject *key) { /* borrowed; NULL: absent (never an error: str keys) */
@@ -112,6 +122,13 @@ static inline PyObject *get(PyObject *d, PyObject *key) { /* borrowed; NULL: abs
 
 static inline int str_is(PyObject *v, PyObject *expected) {
     return v != NULL && PyUnicode_CheckExact(v) && (v == expected || PyUnicode_Compare(v, expected) == 0);
+}
+
+/* the time-per-chunk bucket of a gap: bisect_left over the le-inclusive bounds (the tracker's placement) */
+static inline int bucket_of(long long gap) {
+    int i = 0;
+    while (i < N_BOUNDS && gap > bounds[i]) i++;
+    return i;
 }
 
 /* ------------------------------------------------------------------------------------------ clock */
@@ -203,7 +220,7 @@ static int flat_event(Observe *o, PyObject *ev) {
         if (ok && tp) ok = !__builtin_sub_overflow(frame, tp, &wait) && !__builtin_add_overflow(wn, wait, &nwn);
         if (ok) ok = !__builtin_sub_overflow(now, prev, &gap);
         if (ok) {
-            while (i < N_BOUNDS && gap > bounds[i]) i++; /* bisect_left: le-inclusive bounds */
+            i = bucket_of(gap);
             ok = as_ll(PyList_GET_ITEM(counts, i), &cnt) && cnt < LLONG_MAX;
         }
     }
@@ -244,8 +261,7 @@ static int flat_event(Observe *o, PyObject *ev) {
                 PyErr_SetString(PyExc_RuntimeError, "otelstream accelerator: tracker state changed under a wait");
                 goto fail;
             }
-            i = 0;
-            while (i < N_BOUNDS && gap > bounds[i]) i++;
+            i = bucket_of(gap);
             if (!as_ll(PyList_GET_ITEM(counts, i), &cnt) || cnt == LLONG_MAX) {
                 PyErr_SetString(PyExc_RuntimeError, "otelstream accelerator: bucket count out of range");
                 goto fail;

@@ -10,7 +10,6 @@ that drains, closes after a generated item, throws into the stream, or drops it.
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -59,7 +58,7 @@ class _Frame:
 
 
 def _run(observer: Any, surface: str, items: list[tuple[int, int, dict[str, Any]]], stamps: list[bool],
-         raise_at: int | None, caller: str, stop_at: int) -> tuple[Any, ...]:  # fmt: skip
+         raise_at: int | None, caller: str, stop_at: int, caller_time: bool) -> tuple[Any, ...]:  # fmt: skip
     now = [10**12]
     tracker = tr.StreamTracker(StreamStart(surface=surface, t_request_ns=now[0]), clock=lambda: now[0])
     listener = RecordingListener()
@@ -84,7 +83,8 @@ def _run(observer: Any, surface: str, items: list[tuple[int, int, dict[str, Any]
     try:
         for n, item in enumerate(stream):
             got.append(item)
-            now[0] += items[n][1]  # the caller's own time
+            if caller_time:  # the caller's own time (without it and stamps, a gap is exactly the drawn wait)
+                now[0] += items[n][1]
             if n == stop_at:
                 if caller == "close":
                     stream.close()
@@ -95,7 +95,6 @@ def _run(observer: Any, surface: str, items: list[tuple[int, int, dict[str, Any]
         raised = exc
     if caller == "drop":  # the caller lets go of an open stream: its finalisation ends it
         del stream
-        gc.collect()
     report = tracker.final_report()
     return (
         [id(x) for x in got] == [id(m) for m in models[: len(got)]],
@@ -115,14 +114,15 @@ def _run(observer: Any, surface: str, items: list[tuple[int, int, dict[str, Any]
     st.one_of(st.none(), st.integers(0, 35)),
     st.sampled_from(["drain", "close", "throw", "drop"]),
     st.integers(0, 35),
+    st.booleans(),
 )
 def test_compiled_observer_equals_the_reference(
     stream: tuple[str, list[tuple[int, int, dict[str, Any]]]], stamps: list[bool], raise_at: int | None,
-    caller: str, stop_at: int,
+    caller: str, stop_at: int, caller_time: bool,
 ) -> None:  # fmt: skip
     surface, items = stream
-    reference = _run(observing.observe_sync_py, surface, items, stamps, raise_at, caller, stop_at)
-    compiled = _run(_speedups.Observe, surface, items, stamps, raise_at, caller, stop_at)
+    reference = _run(observing.observe_sync_py, surface, items, stamps, raise_at, caller, stop_at, caller_time)
+    compiled = _run(_speedups.Observe, surface, items, stamps, raise_at, caller, stop_at, caller_time)
     assert compiled == reference
     assert reference[0]  # the caller got the SDK's own objects
 
@@ -169,3 +169,29 @@ def test_generator_protocol_edges(observer: Any) -> None:
     with pytest.raises(ValueError, match="already executing"):
         next(obs)
     assert tracker.ended  # the pull raised: the stream ended with it
+
+
+@pytest.mark.parametrize("surface", [names.CHAT_COMPLETIONS, names.COMPLETIONS, names.RESPONSES, names.MESSAGES])
+def test_every_bucket_bound_both_ways(surface: str) -> None:
+    """Gaps at, below and above every time-per-chunk bound, each wait a new longest one (ascending: the tracker's
+    ``_long_wait`` runs first) and none (descending), with and without frame stamps: equal reports."""
+    from otelstream.core.chunk_time import CHUNK_BOUNDS_NS
+    from tests.adapters.test_flat_path import _chat, _messages, _responses, _start
+
+    start = _start(surface)
+    waits = sorted({max(0, b + d) for b in CHUNK_BOUNDS_NS for d in (-1, 0, 1)})
+    for order in (waits, waits[::-1]):
+        body = []
+        for n, _ in enumerate(order):
+            if surface == names.MESSAGES:
+                body.append(_messages("plain", "tok"))
+            elif surface == names.RESPONSES:
+                body.append(_responses("plain", "tok", len(start) + n))
+            else:
+                body.append(_chat("plain", "tok", legacy=surface == names.COMPLETIONS))
+        items = [(1_000_000, 0, d) for d in start] + [(w, 0, d) for w, d in zip(order, body, strict=True)]
+        for stamps in ([False], [True, False]):
+            args = (surface, items, stamps, None, "drain", 10**6, False)
+            reference = _run(observing.observe_sync_py, *args)
+            assert _run(_speedups.Observe, *args) == reference
+            assert reference[5].deltas == len(order)
