@@ -1,5 +1,7 @@
 /* otelstream's optional accelerator: the per-event path of a sync SDK stream, compiled.
  *
+ * Reader   the sync body reader (``body_readers.read_sync``): the chunks passed on, the SSE comment lines
+ *          (keepalives) counted by memchr, the body's end and a read that raised recorded.
  * Observe  the sync observing iterator around an SDK's ``__stream__`` generator: the same steps as
  *          ``otelstream.adapters.observing.observe_sync`` (the reference), pull by pull: ``Call.state`` stores, the
  *          clock reads, the tracker's flat path for a plain delta, ``stream_ended`` once; ``close``, ``throw`` and
@@ -592,6 +594,283 @@ static PyTypeObject ObserveType = {
     .tp_getset = observe_getset,
 };
 
+/* ------------------------------------------------------------------------------------------ Reader */
+
+/* the body reader (body_readers.read_sync): chunks passed on unchanged, SSE comment lines counted in plain bodies,
+ * the body's end and a read that raised recorded */
+static PyObject *r_report, *r_where, *r_raised, *r_ended, *r_scan; /* r_scan: the reference's count, other types */
+static int reader_configured = 0;
+static PyObject *s_keepalive;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *body, *call, *tracker;
+    char plain, line_start, started, running, finished;
+} Reader;
+
+static PyTypeObject ReaderType;
+
+static void reader_release(Reader *r) {
+    r->finished = 1;
+    Py_CLEAR(r->tracker);
+    Py_CLEAR(r->call);
+    Py_CLEAR(r->body);
+}
+
+/* comment lines in one bytes chunk: after LF, after a CR (searched only when the chunk holds one), and at its
+ * start when the last chunk ended a line */
+static Py_ssize_t count_comments(const char *p, Py_ssize_t n, int line_start) {
+    Py_ssize_t found = 0;
+    const char *end = p + n - 1, *q = p;
+    while (q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
+        if (q[1] == ':') found++;
+        q++;
+    }
+    if (memchr(p, '\r', (size_t)n) != NULL) {
+        q = p;
+        while (q < end && (q = memchr(q, '\r', (size_t)(end - q))) != NULL) {
+            if (q[1] == ':') found++;
+            q++;
+        }
+    }
+    if (line_start && p[0] == ':') found++;
+    return found;
+}
+
+/* the count of one chunk: 0 done, -1 an exception (the reference's try: reported) */
+static int reader_count(Reader *r, PyObject *chunk) {
+    if (PyBytes_CheckExact(chunk)) {
+        Py_ssize_t n = PyBytes_GET_SIZE(chunk);
+        if (n == 0) return 0;
+        const char *p = PyBytes_AS_STRING(chunk);
+        Py_ssize_t found = count_comments(p, n, r->line_start);
+        if (found) {
+            PyObject *clock = PyObject_GetAttr(r->tracker, s_clock);
+            if (clock == NULL) return -1;
+            PyObject *now = read_clock(clock);
+            Py_DECREF(clock);
+            if (now == NULL) return -1;
+            PyObject *cnt = PyLong_FromSsize_t(found), *res = NULL;
+            if (cnt != NULL) res = PyObject_CallMethodObjArgs(r->tracker, s_keepalive, cnt, now, NULL);
+            Py_XDECREF(cnt);
+            Py_DECREF(now);
+            if (res == NULL) return -1;
+            Py_DECREF(res);
+        }
+        r->line_start = p[n - 1] == '\n' || p[n - 1] == '\r';
+        return 0;
+    }
+    int truth = PyObject_IsTrue(chunk);
+    if (truth <= 0) return truth;
+    /* another bytes-like type: the reference's own statements (observing nothing else) */
+    PyObject *res = PyObject_CallFunction(r_scan, "OOi", r->tracker, chunk, (int)r->line_start);
+    if (res == NULL) return -1;
+    int ls = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    if (ls < 0) return -1;
+    r->line_start = (char)ls;
+    return 0;
+}
+
+static PyObject *reader_fail(Reader *r) { /* a read raised: recorded (unless GeneratorExit), raised again */
+    PyObject *exc = fetch_exc();
+    if (PyErr_GivenExceptionMatches(exc, PyExc_GeneratorExit)) {
+        reader_release(r);
+        raise_exc(exc);
+        return NULL;
+    }
+    PyObject *res = PyObject_CallFunctionObjArgs(r_raised, r->call, NULL);
+    reader_release(r);
+    if (res == NULL) {
+        chain_to(exc);
+        return NULL;
+    }
+    Py_DECREF(res);
+    raise_exc(exc);
+    return NULL;
+}
+
+static PyObject *reader_next(Reader *r) {
+    if (r->finished) return NULL;
+    if (r->running) {
+        PyErr_SetString(PyExc_ValueError, "generator already executing");
+        return NULL;
+    }
+    r->running = 1;
+    PyObject *res;
+    if (!r->started) {
+        r->started = 1;
+        PyObject *tracker = PyObject_GetAttr(r->call, s_tracker);
+        if (tracker == NULL) {
+            reader_release(r);
+            r->running = 0;
+            return NULL;
+        }
+        r->tracker = tracker;
+        PyObject *it = PyObject_GetIter(r->body);
+        if (it == NULL) goto fail;
+        Py_SETREF(r->body, it);
+    }
+    PyObject *chunk = Py_TYPE(r->body)->tp_iternext(r->body);
+    if (chunk == NULL) {
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_StopIteration)) goto fail;
+            PyErr_Clear();
+        }
+        res = PyObject_CallFunctionObjArgs(r_ended, r->call, NULL);
+        reader_release(r);
+        r->running = 0;
+        Py_XDECREF(res);
+        return NULL;
+    }
+    if (r->plain && reader_count(r, chunk) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            Py_DECREF(chunk);
+            goto fail;
+        }
+        PyObject *exc = fetch_exc(); /* our bug: never changes what the caller reads (re-raised in strict mode) */
+        res = PyObject_CallFunctionObjArgs(r_report, r_where, exc, NULL);
+        if (res == NULL) {
+            chain_to(exc);
+            Py_DECREF(chunk);
+            goto fail;
+        }
+        Py_DECREF(res);
+        Py_DECREF(exc);
+    }
+    r->running = 0;
+    return chunk;
+fail:
+    res = reader_fail(r);
+    r->running = 0;
+    return res;
+}
+
+static PyObject *reader_close(Reader *r, PyObject *Py_UNUSED(ignored)) {
+    if (r->running) {
+        PyErr_SetString(PyExc_ValueError, "generator already executing");
+        return NULL;
+    }
+    reader_release(r); /* GeneratorExit at the yield: raised again, nothing recorded (not a read) */
+    Py_RETURN_NONE;
+}
+
+static PyObject *reader_throw(Reader *r, PyObject *args) {
+    PyObject *typ, *val = Py_None, *tb = Py_None;
+    if (!PyArg_UnpackTuple(args, "throw", 1, 3, &typ, &val, &tb)) return NULL;
+    if (r->running) {
+        PyErr_SetString(PyExc_ValueError, "generator already executing");
+        return NULL;
+    }
+    if (PyExceptionClass_Check(typ)) {
+        PyErr_SetObject(typ, val);
+    } else if (PyExceptionInstance_Check(typ) && val == Py_None) {
+        PyErr_SetObject((PyObject *)Py_TYPE(typ), typ);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "throw(): an exception class or instance is needed");
+        return NULL;
+    }
+    if (tb != Py_None && PyTraceBack_Check(tb)) {
+        PyObject *exc = fetch_exc();
+        PyException_SetTraceback(exc, tb);
+        raise_exc(exc);
+    }
+    if (r->finished || !r->started || PyErr_ExceptionMatches(PyExc_GeneratorExit)) {
+        PyObject *exc = fetch_exc();
+        reader_release(r);
+        raise_exc(exc);
+        return NULL;
+    }
+    r->running = 1;
+    PyObject *res = reader_fail(r);
+    r->running = 0;
+    return res;
+}
+
+static PyObject *reader_send(Reader *r, PyObject *value) {
+    if (value != Py_None && !r->started && !r->finished) {
+        PyErr_SetString(PyExc_TypeError, "can't send non-None value to a just-started generator");
+        return NULL;
+    }
+    PyObject *chunk = reader_next(r);
+    if (chunk == NULL && !PyErr_Occurred()) PyErr_SetNone(PyExc_StopIteration);
+    return chunk;
+}
+
+static int reader_traverse(Reader *r, visitproc visit, void *arg) {
+    Py_VISIT(r->body);
+    Py_VISIT(r->call);
+    Py_VISIT(r->tracker);
+    return 0;
+}
+
+static int reader_clear(Reader *r) {
+    Py_CLEAR(r->tracker);
+    Py_CLEAR(r->call);
+    Py_CLEAR(r->body);
+    return 0;
+}
+
+static void reader_dealloc(Reader *r) { /* a close at finalisation records nothing: releasing is all it does */
+    PyObject_GC_UnTrack(r);
+    reader_clear(r);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *body, *call;
+    int plain;
+    if (kw != NULL && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "Reader takes positional arguments only");
+        return NULL;
+    }
+    if (!reader_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "otelstream._speedups' reader is not configured");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOp", &body, &call, &plain)) return NULL;
+    Reader *r = (Reader *)type->tp_alloc(type, 0);
+    if (r == NULL) return NULL;
+    r->body = Py_NewRef(body);
+    r->call = Py_NewRef(call);
+    r->plain = (char)plain;
+    r->line_start = 1;
+    return (PyObject *)r;
+}
+
+static PyMethodDef reader_methods[] = {
+    {"send", (PyCFunction)reader_send, METH_O, "as a generator's send: the value is not used"},
+    {"throw", (PyCFunction)reader_throw, METH_VARARGS, "as a generator's throw"},
+    {"close", (PyCFunction)reader_close, METH_NOARGS, "as a generator's close"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "otelstream._speedups.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The sync body reader with its keepalive count (body_readers.read_sync, compiled).",
+    .tp_new = reader_new,
+    .tp_dealloc = (destructor)reader_dealloc,
+    .tp_traverse = (traverseproc)reader_traverse,
+    .tp_clear = (inquiry)reader_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)reader_next,
+    .tp_methods = reader_methods,
+};
+
+static PyObject *configure_reader(PyObject *self, PyObject *args) {
+    PyObject *report, *where, *raised, *ended, *scan;
+    if (!PyArg_UnpackTuple(args, "configure_reader", 5, 5, &report, &where, &raised, &ended, &scan)) return NULL;
+    Py_XSETREF(r_report, Py_NewRef(report));
+    Py_XSETREF(r_where, Py_NewRef(where));
+    Py_XSETREF(r_raised, Py_NewRef(raised));
+    Py_XSETREF(r_ended, Py_NewRef(ended));
+    Py_XSETREF(r_scan, Py_NewRef(scan));
+    reader_configured = 1;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------------------------------ module */
 
 static PyObject *configure(PyObject *self, PyObject *args) {
@@ -623,6 +902,8 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(report, where, stream_ended, pulling, between, finished, monotonic_ns, bounds): once, at import"},
+    {"configure_reader", configure_reader, METH_VARARGS,
+     "configure_reader(report, where, body_raised, body_ended, scan): once, at import"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -652,10 +933,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(s_flat_at, "_flat_at");
     INTERN(s_tracker, "tracker");
     INTERN(s_clock, "clock");
-    if (PyType_Ready(&ObserveType) < 0) return NULL;
+    INTERN(s_keepalive, "keepalive");
+    if (PyType_Ready(&ObserveType) < 0 || PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&speedups_module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "Observe", (PyObject *)&ObserveType) < 0) {
+    if (PyModule_AddObjectRef(m, "Observe", (PyObject *)&ObserveType) < 0 ||
+        PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
