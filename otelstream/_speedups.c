@@ -312,7 +312,7 @@ static void observe_release(Observe *o) {
     Py_CLEAR(o->clock);
     Py_CLEAR(o->classify);
     Py_CLEAR(o->call);
-    Py_CLEAR(o->gen); /* last, as the generator's frame drops it: the SDK's generator may finalise now */
+    Py_CLEAR(o->gen); /* the SDK's generator may finalise now (its finally closes the body) */
 }
 
 /* the raised exception, normalised, its traceback attached (a new reference; NULL: none), the error cleared */

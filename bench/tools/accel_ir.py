@@ -24,21 +24,53 @@ if ROOT not in sys.path:
 SHORT, LONG, STREAMS = 20, 420, 2
 
 
+def _models(name: str, n: int) -> list[object]:
+    """The SDK's own models of a stream's start and ``n`` plain deltas (only this surface's SDK types imported)."""
+    from otelstream import names
+
+    if name == names.MESSAGES:
+        from anthropic._models import construct_type as make_a
+        from anthropic.types import RawMessageStreamEvent
+
+        start: list[dict[str, object]] = [
+            {"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "model": "m",
+                                                  "content": [], "usage": {"input_tokens": 3, "output_tokens": 0}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ]  # fmt: skip
+        body = [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "tok"}}] * n
+        return [make_a(type_=RawMessageStreamEvent, value=d) for d in [*start, *body]]
+    from openai._models import construct_type as make_o
+
+    if name == names.RESPONSES:
+        from openai.types.responses import ResponseStreamEvent
+
+        start = [{"type": "response.created", "sequence_number": 0,
+                  "response": {"id": "r", "object": "response", "created_at": 0, "model": "m", "output": [],
+                               "status": "in_progress", "parallel_tool_calls": True, "tool_choice": "auto",
+                               "tools": []}}]  # fmt: skip
+        body = [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+                 "delta": "tok", "logprobs": [], "sequence_number": 1 + i} for i in range(n)]  # fmt: skip
+        return [make_o(type_=ResponseStreamEvent, value=d) for d in [*start, *body]]
+    from openai.types.chat import ChatCompletionChunk
+
+    def chunk(text: str) -> dict[str, object]:
+        return {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": None, "logprobs": None, "delta": {"content": text}}]}  # fmt: skip
+
+    return [make_o(type_=ChatCompletionChunk, value=d) for d in [chunk(""), *[chunk("tok")] * n]]
+
+
 def child(surface: str) -> None:
     from otelstream import accelerator, names
     from otelstream.adapters import observing
     from otelstream.adapters.calls import Call
     from otelstream.core.report import StreamStart
     from otelstream.core.tracker import StreamTracker
-    from tests.adapters.test_flat_path import _chat, _messages, _model, _responses, _start
 
     name = {"chat": names.CHAT_COMPLETIONS, "messages": names.MESSAGES, "responses": names.RESPONSES}[surface]
-    start = _start(name)
 
     def models(n: int) -> list[object]:
-        body = [_responses("plain", "tok", len(start) + i) if name == names.RESPONSES else
-                _messages("plain", "tok") if name == names.MESSAGES else _chat("plain", "tok") for i in range(n)]  # fmt: skip
-        return [_model(name, d) for d in [*start, *body]]
+        return _models(name, n)
 
     built = {n: models(n) for n in (SHORT, LONG)}
 
@@ -59,6 +91,7 @@ def child(surface: str) -> None:
         it = observing.observe_sync(sdk(), call, lambda e: ("transport_error", None)) if observed else sdk()
         for _ in it:
             pass
+        assert not observed or tracker.deltas == n, tracker.deltas
 
     assert (accelerator.native is None) == bool(os.environ.get("OTELSTREAM_PURE_PYTHON"))
     for observed in (False, True):
