@@ -22,6 +22,7 @@
 | ``self_check`` | ``OTELSTREAM_SELF_CHECK`` | ``true`` | after ``instrument()``, run a small fault matrix once in the background through the SDKs the process imported (``otelstream doctor``'s; its streams reach no span or series); a mismatch logs one WARNING and sets ``otelstream_self_check_failures`` |
 | ``slo_objective`` | ``OTELSTREAM_SLO_OBJECTIVE`` | ``0.99`` | the share of streams that must end well over 30 days: ``otelstream dashboards`` writes it into the error-budget rules (between 0 and 1) |
 | ``semconv`` | ``OTEL_SEMCONV_STABILITY_OPT_IN`` | ``default`` | the GenAI semantic conventions of the ``gen_ai.client.*`` metrics and span attributes: ``default``, ``latest`` (the environment's list holds ``gen_ai_latest_experimental``: v0.1.0's names) or ``dup`` (``gen_ai_latest_experimental/dup``: both); read once by ``instrument()`` |
+| ``pure_python`` | ``OTELSTREAM_PURE_PYTHON`` | ``false`` | (environment only, read once at import) run the pure-Python per-event path even where the optional compiled accelerator was built; ``otelstream doctor`` prints which path runs |
 | ``on_report`` | (argument only) | (none) | ``callback(report)`` once per finished stream, on its own thread, with the ``otelstream.StreamReport`` |
 """
 
@@ -68,11 +69,14 @@ class Settings:
     slo_objective: float = 0.99
     self_check: bool = True
     semconv: str = names.SEMCONV_DEFAULT
+    pure_python: bool = False
     on_report: Callable[[Any], object] | None = None
 
 
 # settings that only an argument can give (a callable has no environment form)
 _ARGUMENT_ONLY = frozenset({"on_report"})
+# settings that only the environment can give: chosen at import, before any argument exists (otelstream/accelerator.py)
+_ENVIRONMENT_ONLY = frozenset({"pure_python"})
 # settings read from a standard OpenTelemetry variable rather than an OTELSTREAM_* one (the user sets it once for
 # every instrumentation in the process)
 _ENV_NAMES = {"semconv": names.SEMCONV_ENV}
@@ -147,6 +151,8 @@ def load(overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] 
         default = getattr(defaults, name)
         if name in overrides and overrides[name] is not None:
             value = overrides[name]
+            if name in _ENVIRONMENT_ONLY:
+                raise TypeError(f"otelstream setting {name}: set {env_name(name)} in the environment (read at import)")
             if name in _ARGUMENT_ONLY:
                 if not callable(value):
                     raise TypeError(f"otelstream setting {name}={value!r}: a callable is needed")

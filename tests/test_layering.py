@@ -18,7 +18,7 @@ ROOT = Path(otelstream.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"names", "distribution"}),
     frozenset({"core", "_guard", "_process"}),
-    frozenset({"attribution", "config", "offline", "examples", "otel_env"}),
+    frozenset({"attribution", "config", "accelerator", "offline", "examples", "otel_env"}),
     frozenset({"adapters", "export"}),
     frozenset({"instrumentation", "doctor", "demo", "dashboards", "gunicorn", "probe"}),
     frozenset({"auto", "cli"}),

@@ -11,13 +11,15 @@ reading, is looked for in the last frame the SDK read, once, when its generator 
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from otelstream import _guard
+from otelstream import _guard, accelerator
 from otelstream.adapters._patch import Wrapper
 from otelstream.adapters.calls import Call, finish
 from otelstream.adapters.close_ownership import failed_pull
+from otelstream.core.chunk_time import CHUNK_BOUNDS_NS
 from otelstream.names import CallState, EndReason
 
 Classifier = Callable[[BaseException], "tuple[str, str | None]"]
@@ -25,8 +27,9 @@ Classifier = Callable[[BaseException], "tuple[str, str | None]"]
 _PULLING, _BETWEEN, _FINISHED = CallState.PULLING, CallState.BETWEEN, CallState.FINISHED
 
 
-def observe_sync(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
-    """Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
+def observe_sync_py(gen: Iterator[Any], call: Call, classify: Classifier) -> Iterator[Any]:
+    """The pure-Python reference of ``observe_sync`` (the compiled accelerator's ``Observe`` does the same, step by
+    step). Around the SDK's ``__stream__``: each pull begins a wait (``t_pull``), each item the SDK yields is one event
     (timed at its frame's decoding when the adapter's tap saw it), and how the SDK's generator ends is how the stream
     ended (``stream_ended``)."""
     tracker = call.tracker
@@ -154,6 +157,21 @@ def end_with(call: Call, exc: BaseException, classify: Classifier) -> None:
     except Exception as err:
         _guard.report("adapters.classify", err)
     finish(call, how, error_type, exc)
+
+
+def configure_native(native: Any) -> None:
+    """Hand the compiled module what its observer calls and stores (idempotent)."""
+    native.configure(
+        _guard.report, "adapters.event", stream_ended, _PULLING, _BETWEEN, _FINISHED, time.monotonic_ns,
+        CHUNK_BOUNDS_NS,
+    )  # fmt: skip
+
+
+# the sync observer that runs: the compiled one where it was built (``accelerator``), else the reference
+observe_sync: Callable[[Iterator[Any], Call, Classifier], Iterator[Any]] = observe_sync_py
+if accelerator.native is not None:
+    configure_native(accelerator.native)
+    observe_sync = accelerator.native.Observe
 
 
 def stream_wrapper(take: Callable[[Any], Call | None], classify: Classifier, where: str) -> Wrapper:

@@ -190,6 +190,22 @@ class StreamTracker(StreamEnd):
         else:
             self._chunk_counts[0] += 1  # type: ignore[index]
 
+    def _flat_at(self, now: int, seq: int | None) -> None:
+        """The flat path's accounting of a plain delta taken at ``now`` (``seq``: its Responses sequence number), as
+        ``event`` does it inline: for the compiled accelerator when a value leaves 64 bits (an injected clock)."""
+        frame = self.t_frame
+        if frame:
+            self.t_frame = 0
+            self.sdk_ns += now - frame
+        else:
+            frame = now
+        if seq is not None:
+            self.seq_next = seq + 1
+        self._wait_ended(frame)
+        gap = now - self.t_prev_delta
+        self.t_prev_delta = now
+        self._chunk_counts[bisect_left(_CHUNK_BOUNDS_NS, gap)] += 1  # type: ignore[index]
+
     def takes_plain(self, ev: Any) -> bool:
         """Whether ``event`` would take this decoded event on its flat path now: a plain output delta (Chat,
         Completions, Messages) of a steady stream, of the choice seen last. Reads nothing else; changes nothing."""

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from otelstream import accelerator
 from otelstream.doctor.runner import Result, Row
 from otelstream.doctor.versions import one_line
 
@@ -53,7 +54,7 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def text(result: Result) -> str:
-    lines = [f"otelstream doctor: {one_line(result.versions)}", ""]
+    lines = [f"otelstream doctor: {one_line(result.versions)}", f"per-event path: {accelerator.describe()}", ""]
     if result.rows:
         table: list[list[str]] = [["result", "surface", "mode", "fault", *(t for t, _ in _COLUMNS)]]
         for row in result.rows:

@@ -19,7 +19,7 @@ import anthropic
 import openai
 import pytest
 
-from otelstream import names
+from otelstream import accelerator, names
 from otelstream.offline.analysis import analyse
 from tests.support import bodies
 from tests.support.clients import anthropic_client, async_anthropic_client, async_openai_client, openai_client
@@ -32,6 +32,8 @@ MSGS = [{"role": "user", "content": "x"}]
 def iterator_kind(stream: object) -> str:
     """Which generator feeds an SDK stream: "observed" (ours around the SDK's), or "sdk" (not observed)."""
     it = stream.__dict__.get("_iterator")
+    if accelerator.native is not None and type(it) is accelerator.native.Observe:  # the compiled observer
+        return "observed"
     code = getattr(it, "gi_code", None) or getattr(it, "ag_code", None)
     name = getattr(code, "co_name", "")
     return "observed" if name.startswith("observe_") else "sdk"
