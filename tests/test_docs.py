@@ -80,7 +80,7 @@ def test_the_probe_deployment_runs_an_image_built_from_the_wheel() -> None:
     extras = re.search(r"^\[project\.optional-dependencies\]\n(.*?)^\[", (REPO / "pyproject.toml").read_text(),
                        re.M | re.S)  # fmt: skip
     assert project is not None and extras is not None
-    wheel = f"otelstream-{project.group(1)}-py3-none-any.whl"  # what `python -m build --wheel` writes
+    wheel = f"otelstream-{project.group(1)}-py3-none-any.whl"  # the build without the compiled accelerator
     known_extras = set(re.findall(r"^([\w-]+) = \[", extras.group(1), re.M))
 
     (dockerfile,) = [b for b in _fenced(section, "dockerfile") if "FROM " in b]
@@ -91,7 +91,7 @@ def test_the_probe_deployment_runs_an_image_built_from_the_wheel() -> None:
     assert "otelstream = \"otelstream.cli:main\"" in (REPO / "pyproject.toml").read_text()  # the entry point exists
 
     (build,) = [b for b in _fenced(section, "bash") if "docker build" in b]
-    assert f"python -m build --wheel        # in the checkout: writes dist/{wheel}" in build
+    assert f"OTELSTREAM_PURE_PYTHON=1 python -m build --wheel  # in the checkout: dist/{wheel}" in build
     registry = re.search(r"^REGISTRY=(\S+)", build, re.M)
     tag = re.search(r'docker build -f probe\.Dockerfile -t "\$REGISTRY/([^"]+)" dist$', build, re.M)
     assert registry and tag, build
