@@ -124,6 +124,71 @@ def write(res: dict, path: str) -> None:
         f.write("\n".join(lines).rstrip() + "\n")
 
 
+SECTION_BEGIN, SECTION_END = "<!-- cloud-section: begin -->", "<!-- cloud-section: end -->"
+
+
+def cloud_section(res: dict) -> list[str]:
+    """The Gemini and Bedrock cells of a run limited to them (callgrind, memory): its own command, versions, budget
+    lines, tables and which peers' spans cover the stream. Kept beside the full record, which it does not replace."""
+    m = res.get("machine", {})
+    sdks = m.get("sdks") or {}
+    cg = res.get("cg") or {}
+    keep = ("google_genai", "boto3", "botocore", "aiobotocore", "httpx2", "opentelemetry_sdk", "python")
+    lines = [SECTION_BEGIN, "## Gemini and Bedrock: `generate_content` and `converse` (issue 36)", "",
+             f"Made by `{res.get('command')}` ({res.get('date')}, {res.get('seconds', 0):.0f} s), otelstream at "
+             f"`{str(res.get('otelstream_commit'))[:10]}`, on the machine above while other work shared its 2 cores "
+             "(instruction counts do not depend on the load). `$PEERS_VENV`: `bench/requirements-peers.txt`; "
+             "`$GENAI2_VENV`: `bench/requirements-genai2.txt` (OpenTelemetry's google-genai instrumentation requires "
+             "google-genai < 3, so it is measured on the newest 2.x it accepts, beside otelstream and the baseline "
+             "on that same release). Rendered by `python -m bench.report --cloud-section RESULTS.json`.", "",
+             "SDK sets: " + "; ".join(f"**{k}**: " + ", ".join(f"{n.replace('_', '-')} {v}" for n, v in vs.items()
+                                                              if n in keep) for k, vs in sdks.items()) + ".", "",
+             "Peers: " + ", ".join(f"`{k}` {v}" for k, v in (m.get("peers") or {}).items() if v) + ".", "",
+             "| budget (DESIGN §7) | SDKs | figures | status |", "|---|---|---|---|",
+             *[ln for ln in budget_table(res)[2:] if "blocked by export" not in ln and "regressions:" not in ln], ""]
+    if "rows" in cg:
+        lines += [f"Callgrind as in the record above: {cg.get('short_streams')} × {cg.get('short_deltas')} and "
+                  f"{cg['streams']} × {cg['deltas']} deltas per phase, pre-warm {cg.get('prewarm')}, "
+                  f"{len(cg.get('layouts', ()))} heap layout(s); otelstream against its uninstrumented twin. "
+                  "google-genai reads over an httpx2 client with a MockTransport; boto3 and aiobotocore are answered "
+                  "by a `before-send` handler registered last (`bench/workers/cloud.py`), so botocore parses the "
+                  "binary event stream frame by frame; the baseline is the same process layout without any "
+                  "instrumentation. A span that ends before the stream's last frame is marked **the call only, "
+                  "not the stream** (`bench/workers/observed.py`) and is not counted as a cheaper peer.", ""]
+        for sdk in sdks:
+            rows = [r for r in cg["rows"] if r.get("sdk") == sdk]
+            if rows:
+                lines += [f"### {sdk}", "", *cg_table(cg, sdk), ""]
+        seen = [r for r in cg["rows"] if "observed" in r]
+        if seen:
+            lines += ["Does the span cover the stream? One stream after the measured phases, its last frame held "
+                      "back 0.2 s: spans started for it / spans that ended after that pause.", "",
+                      "| SDK set | configuration | surface | mode | spans | ended after the last frame |",
+                      "|---|---|---|---|---:|---:|"]
+            lines += [f"| {r['sdk']} | {r['config']} | {r['surface']} | {r['mode']} | {r['observed']['spans']} | "
+                      f"{r['observed']['covering']} |" for r in seen]
+            lines.append("")
+    if "memory" in res:
+        lines += ["Memory per open stream (sync, tracemalloc, as in the record above):", "",
+                  *memory_table(res["memory"]), ""]
+    return [*lines, SECTION_END]
+
+
+def write_cloud_section(res: dict, path: str) -> None:
+    """Put the cloud section into ``RESULTS.md`` before its notes, replacing an earlier one."""
+    with open(path) as f:
+        text = f.read()
+    section = "\n".join(cloud_section(res)) + "\n"
+    if SECTION_BEGIN in text:
+        head, _, rest = text.partition(SECTION_BEGIN)
+        text = head + section + rest.partition(SECTION_END)[2].lstrip("\n")
+    else:
+        head, sep, tail = text.partition("## Notes")
+        text = head + section + "\n" + sep + tail
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def rerender(src: str | None = None) -> None:
     """``RESULTS.md`` again from a run's raw figures (default ``bench/results.json``)."""
     with open(src or os.path.join(HERE, "results.json")) as f:
