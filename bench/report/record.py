@@ -140,7 +140,8 @@ def cloud_section(res: dict) -> list[str]:
              "(instruction counts do not depend on the load). `$PEERS_VENV`: `bench/requirements-peers.txt`; "
              "`$GENAI2_VENV`: `bench/requirements-genai2.txt` (OpenTelemetry's google-genai instrumentation requires "
              "google-genai < 3, so it is measured on the newest 2.x it accepts, beside otelstream and the baseline "
-             "on that same release). Rendered by `python -m bench.report --cloud-section RESULTS.json`.", "",
+             "on that same release). Rendered by `python -m bench.report --cloud-section` from the run's raw "
+             "figures (not committed).", "",
              "SDK sets: " + "; ".join(f"**{k}**: " + ", ".join(f"{n.replace('_', '-')} {v}" for n, v in vs.items()
                                                               if n in keep) for k, vs in sdks.items()) + ".", "",
              "Peers: " + ", ".join(f"`{k}` {v}" for k, v in (m.get("peers") or {}).items() if v) + ".", "",
