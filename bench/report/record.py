@@ -154,7 +154,7 @@ def cloud_section(res: dict) -> list[str]:
                   "google-genai reads over an httpx2 client with a MockTransport; boto3 and aiobotocore are answered "
                   "by a `before-send` handler registered last (`bench/workers/cloud.py`), so botocore parses the "
                   "binary event stream frame by frame; the baseline is the same process layout without any "
-                  "instrumentation. A span that ends before the stream's last frame is marked **the call only, "
+                  "instrumentation. A span that ends before the stream goes on is marked **the call only, "
                   "not the stream** (`bench/workers/observed.py`) and is not counted as a cheaper peer.", ""]
         for sdk in sdks:
             rows = [r for r in cg["rows"] if r.get("sdk") == sdk]
@@ -162,9 +162,9 @@ def cloud_section(res: dict) -> list[str]:
                 lines += [f"### {sdk}", "", *cg_table(cg, sdk), ""]
         seen = [r for r in cg["rows"] if "observed" in r]
         if seen:
-            lines += ["Does the span cover the stream? One stream after the measured phases, its last frame held "
-                      "back 0.2 s: spans started for it / spans that ended after that pause.", "",
-                      "| SDK set | configuration | surface | mode | spans | ended after the last frame |",
+            lines += ["Does the span cover the stream? One stream after the measured phases, 0.2 s between its first "
+                      "frame and the rest: spans started for it / spans that ended after that pause.", "",
+                      "| SDK set | configuration | surface | mode | spans | ended after the pause |",
                       "|---|---|---|---|---:|---:|"]
             lines += [f"| {r['sdk']} | {r['config']} | {r['surface']} | {r['mode']} | {r['observed']['spans']} | "
                       f"{r['observed']['covering']} |" for r in seen]

@@ -1,7 +1,8 @@
 """Whether a configuration's span covers the stream, or only the call that opened it: one stream, outside every
-measured phase, whose body pauses before its last frame. A span that ends after the pause (measured from the caller's
-receipt of its first event) saw the stream end; one that ended before did not observe the stream, whatever it costs,
-and the report says so instead of counting it as cheap."""
+measured phase, whose body pauses after its first frame. A span that ends after the pause (measured from the caller's
+receipt of its first event) saw the stream go on; one that ended before did not observe the stream, whatever it costs,
+and the report says so instead of counting it as cheap. (The pause is not before the last frame: a span may end, by
+design, at the terminal event, and Bedrock's ``metadata`` follows ``messageStop``.)"""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def stream_observed(setup: configs.Setup, surface: str, mode: str) -> dict[str, 
     def body(_request: Any) -> Any:
         def gen() -> Any:
             for i, f in enumerate(frames):
-                if i == len(frames) - 1:
+                if i == 1:
                     time.sleep(PAUSE_S)
                 yield f
 
@@ -46,6 +47,6 @@ def stream_observed(setup: configs.Setup, surface: str, mode: str) -> dict[str, 
         asyncio.run(read())
     setup.flush()
     new = [s for s in setup.finished_spans() if id(s) not in before]
-    # the pause starts after the first event reached the caller: a span ending 80 % of it later saw the last frame
+    # the pause starts after the first event reached the caller: a span ending 80 % of it later saw the rest
     limit = first[0] + int(0.8 * PAUSE_S * 1e9) if first else 0
     return {"spans": len(new), "covering": sum(1 for s in new if (s.end_time or 0) >= limit)}
