@@ -181,7 +181,7 @@ def cloud_section(res: dict) -> list[str]:
              "SDK sets: " + "; ".join(f"**{k}**: " + ", ".join(f"{n.replace('_', '-')} {v}" for n, v in vs.items()
                                                               if n in keep) for k, vs in sdks.items()) + ".", "",
              "Peers: " + ", ".join(f"`{k}` {v}" for k, v in (m.get("peers") or {}).items() if v) + ".", "",
-             "| budget (DESIGN §7) | SDKs | figures | status |", "|---|---|---|---|",
+             "| docs/benchmarks.md budget | SDKs | figures | status |", "|---|---|---|---|",
              *[ln for ln in budget_table(res)[2:] if "blocked by export" not in ln and "regressions:" not in ln], ""]
     if "rows" in cg:
         lines += ["Callgrind as in the record above, at the settings of each run; otelstream against its "
