@@ -3,6 +3,10 @@
 Nothing here imports the SDKs, so the runner can import it cheaply. ``frames(surface, deltas)`` returns a list of
 ``bytes`` frames; ``expected_events(surface, deltas)`` how many parsed events the caller gets.
 
+``generate_content`` is Gemini's SSE (one ``GenerateContentResponse`` per ``data:`` line, CRLF line ends, as the
+service sends it) and ``converse`` Bedrock's ConverseStream body: binary event-stream messages (prelude, headers,
+payload, two CRC32s), as the service frames them; botocore reads the frames, not lines.
+
 ``http-chat`` and ``http-messages`` are the HTTP-level observer's surfaces: the Chat and Messages bodies read through
 a plain HTTP client that no SDK owns (``bench/workers/clients.py``), every ``data:`` payload but ``[DONE]`` parsed by the
 caller, Messages' ping included.
@@ -11,11 +15,16 @@ caller, Messages' ping included.
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 
 HTTP_SURFACES = ("http-chat", "http-messages")
-SURFACES = ("responses", "chat", "completions", "messages", *HTTP_SURFACES)
+CLOUD_SURFACES = ("generate_content", "converse")  # google-genai and boto3 / aiobotocore
+SURFACES = ("responses", "chat", "completions", "messages", *CLOUD_SURFACES, *HTTP_SURFACES)
 MODEL_OA = "gpt-4o-mini"
 MODEL_AN = "claude-sonnet-4-5"
+MODEL_GEMINI = "gemini-2.5-flash"
+MODEL_BEDROCK = "anthropic.claude-3-5-haiku-20241022-v1:0"
 # the words are short and fixed: every configuration parses the same bytes
 _WORDS = (" The", " stream", " arrived", " in", " small", " pieces", ",", " each", " a", " token", ".")
 
@@ -114,7 +123,54 @@ def _messages(n: int) -> list[bytes]:
     return out
 
 
+def _gemini(n: int) -> list[bytes]:
+    """A text answer as Gemini streams it: one chunk per delta, the last one with the finish reason and the usage
+    (Gemini sends no separate terminal event: the finish reason is on the last chunk that has text)."""
+
+    def chunk(text: str, last: bool = False) -> bytes:
+        cand: dict = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+        obj: dict = {"candidates": [cand], "modelVersion": MODEL_GEMINI, "responseId": "bench-gemini-0001"}
+        if last:
+            cand["finishReason"] = "STOP"
+            obj["usageMetadata"] = {"promptTokenCount": 12, "candidatesTokenCount": n, "totalTokenCount": 12 + n,
+                                    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}]}  # fmt: skip
+        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\r\n\r\n"
+
+    return [chunk(_WORDS[i % len(_WORDS)], last=i == n - 1) for i in range(n)]
+
+
+def _es_header(name: str, value: str) -> bytes:
+    raw = value.encode()
+    return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw  # 7: a string value
+
+
+def es_frame(event_type: str, payload: dict) -> bytes:
+    """One event-stream message as Bedrock frames it: prelude (total length, headers length, CRC32 of the 8 bytes),
+    the string headers, the JSON payload, the CRC32 of everything before it."""
+    headers = (_es_header(":event-type", event_type) + _es_header(":content-type", "application/json")
+               + _es_header(":message-type", "event"))  # fmt: skip
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
+    head = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
+    return head + struct.pack(">I", zlib.crc32(head))
+
+
+def _converse(n: int) -> list[bytes]:
+    # the service sends a "p" padding field in every event (its length varies); a fixed one keeps the bytes fixed
+    pad = "abcdefghijklmnopqrstuvwxyzABCDEF"
+    out = [es_frame("messageStart", {"p": pad, "role": "assistant"})]
+    for i in range(n):
+        out.append(es_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": _WORDS[i % len(_WORDS)]},
+                                                  "p": pad}))  # fmt: skip
+    out.append(es_frame("contentBlockStop", {"contentBlockIndex": 0, "p": pad}))
+    out.append(es_frame("messageStop", {"p": pad, "stopReason": "end_turn"}))
+    out.append(es_frame("metadata", {"metrics": {"latencyMs": 420}, "p": pad,
+                                     "usage": {"inputTokens": 12, "outputTokens": n, "totalTokens": 12 + n}}))  # fmt: skip
+    return out
+
+
 _BUILDERS = {"responses": _responses, "chat": _chat, "completions": _completions, "messages": _messages,
+             "generate_content": _gemini, "converse": _converse,
              "http-chat": _chat, "http-messages": _messages}  # fmt: skip
 
 
@@ -125,4 +181,5 @@ def frames(surface: str, deltas: int) -> list[bytes]:
 def expected_events(surface: str, deltas: int) -> int:
     """Parsed events the caller gets: from an SDK, ping and [DONE] are not events; from a plain client, ping is."""
     return {"responses": deltas + 9, "chat": deltas + 3, "completions": deltas + 2, "messages": deltas + 5,
+            "generate_content": deltas, "converse": deltas + 4,
             "http-chat": deltas + 3, "http-messages": deltas + 6}[surface]  # fmt: skip

@@ -15,34 +15,53 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
-PEERS = ("otel-genai", "openllmetry", "openinference", "anthropic-builtin")
+PEERS = ("otel-genai", "otel-botocore", "openllmetry", "openinference", "anthropic-builtin")
 OURS = ("otelstream", "otelstream-default")
 ALL = ("baseline", *OURS, *PEERS)
 # otelstream: every sink on (spans, Prometheus, OTel metrics: instrument(tracer_provider, meter_provider, registry)).
 # otelstream-default: spans + Prometheus, OTel metrics off (what instrument(tracer_provider=..., registry=...) does).
-# which surfaces a configuration claims to cover (a claimed surface that records nothing is flagged)
-PACKAGES = {
-    "otel-genai": ("opentelemetry.instrumentation.genai.openai", "opentelemetry.instrumentation.genai.anthropic"),
-    "openllmetry": ("opentelemetry.instrumentation.openai", "opentelemetry.instrumentation.anthropic"),
-    "openinference": ("openinference.instrumentation.openai", "openinference.instrumentation.anthropic"),
-}
+# Each peer's instrumentor per SDK: (module, class); an SDK a peer has none for is not measured for it. Google-genai
+# has no OpenLLMetry package of its own: its google-generativeai one instruments google-genai (the vertexai one
+# instruments the Vertex AI SDK, which is not google-genai). OpenTelemetry's google-genai instrumentation requires
+# google-genai < 3: it runs in a venv of its own (run.py --genai2-python), on the newest 2.x it accepts.
+INSTRUMENTORS: dict[str, dict[str, tuple[str, str]]] = {
+    "otel-genai": {"openai": ("opentelemetry.instrumentation.genai.openai", "OpenAIInstrumentor"),
+                   "anthropic": ("opentelemetry.instrumentation.genai.anthropic", "AnthropicInstrumentor"),
+                   "google": ("opentelemetry.instrumentation.google_genai", "GoogleGenAiSdkInstrumentor"),
+                   "bedrock": ("opentelemetry.instrumentation.genai.bedrock", "BedrockInstrumentor")},
+    "otel-botocore": {"bedrock": ("opentelemetry.instrumentation.botocore", "BotocoreInstrumentor")},
+    "openllmetry": {"openai": ("opentelemetry.instrumentation.openai", "OpenAIInstrumentor"),
+                    "anthropic": ("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
+                    "google": ("opentelemetry.instrumentation.google_generativeai", "GoogleGenerativeAiInstrumentor"),
+                    "bedrock": ("opentelemetry.instrumentation.bedrock", "BedrockInstrumentor")},
+    "openinference": {"openai": ("openinference.instrumentation.openai", "OpenAIInstrumentor"),
+                      "anthropic": ("openinference.instrumentation.anthropic", "AnthropicInstrumentor"),
+                      "google": ("openinference.instrumentation.google_genai", "GoogleGenAIInstrumentor"),
+                      "bedrock": ("openinference.instrumentation.bedrock", "BedrockInstrumentor")},
+}  # fmt: skip
 PIP_NAMES = {
-    "otel-genai": ("opentelemetry-instrumentation-genai-openai", "opentelemetry-instrumentation-genai-anthropic"),
-    "openllmetry": ("opentelemetry-instrumentation-openai", "opentelemetry-instrumentation-anthropic"),
-    "openinference": ("openinference-instrumentation-openai", "openinference-instrumentation-anthropic"),
-    "anthropic-builtin": ("-", "anthropic"),
-}
+    "otel-genai": ("opentelemetry-instrumentation-genai-openai", "opentelemetry-instrumentation-genai-anthropic",
+                   "opentelemetry-instrumentation-google-genai", "opentelemetry-instrumentation-genai-bedrock"),
+    "otel-botocore": ("opentelemetry-instrumentation-botocore",),
+    "openllmetry": ("opentelemetry-instrumentation-openai", "opentelemetry-instrumentation-anthropic",
+                    "opentelemetry-instrumentation-google-generativeai", "opentelemetry-instrumentation-bedrock"),
+    "openinference": ("openinference-instrumentation-openai", "openinference-instrumentation-anthropic",
+                      "openinference-instrumentation-google-genai", "openinference-instrumentation-bedrock"),
+    "anthropic-builtin": ("anthropic",),
+}  # fmt: skip
 
 
 def lib_of(surface: str) -> str:
     """The SDK whose client reads the surface; ``http`` for the HTTP-level observer's (a plain client, no SDK)."""
     if surface.startswith("http-"):
         return "http"
-    return "anthropic" if surface == "messages" else "openai"
+    return {"messages": "anthropic", "generate_content": "google", "converse": "bedrock"}.get(surface, "openai")
 
 
 def available(config: str, surface: str) -> bool:
     """Whether the configuration applies to the surface and its package is importable in this interpreter."""
+    if not sdk_installed(surface):
+        return False
     if config == "baseline":
         return True
     if config in OURS:
@@ -56,10 +75,20 @@ def available(config: str, surface: str) -> bool:
         return False  # the peers instrument the SDKs: a plain HTTP client's stream is none of theirs
     if config == "anthropic-builtin":
         return lib_of(surface) == "anthropic" and anthropic_traces()
-    mods = PACKAGES[config]
-    mod = mods[1] if lib_of(surface) == "anthropic" else mods[0]
+    found = INSTRUMENTORS[config].get(lib_of(surface))
+    if found is None or not sdk_installed(surface):
+        return False
     try:
-        return importlib.util.find_spec(mod) is not None
+        return importlib.util.find_spec(found[0]) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def sdk_installed(surface: str) -> bool:
+    """Whether this interpreter has the surface's SDK (a venv for one SDK only lacks the others)."""
+    mods = {"google": ("google.genai",), "bedrock": ("boto3", "botocore")}.get(lib_of(surface), ())
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in mods)
     except ModuleNotFoundError:
         return False
 
@@ -189,21 +218,7 @@ def setup(config: str, surface: str | list[str], *, tracing: bool = True) -> Set
 
 
 def _instrumentor(config: str, lib: str):
-    if config == "otel-genai":
-        if lib == "openai":
-            from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor as I
-        else:
-            from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as I
-    elif config == "openllmetry":
-        if lib == "openai":
-            from opentelemetry.instrumentation.openai import OpenAIInstrumentor as I
-        else:
-            from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as I
-    elif config == "openinference":
-        if lib == "openai":
-            from openinference.instrumentation.openai import OpenAIInstrumentor as I
-        else:
-            from openinference.instrumentation.anthropic import AnthropicInstrumentor as I
-    else:
-        raise SystemExit(f"unknown configuration {config!r}")
-    return I
+    if config not in INSTRUMENTORS or lib not in INSTRUMENTORS[config]:
+        raise SystemExit(f"no instrumentor of {config!r} for {lib!r}")
+    module, cls = INSTRUMENTORS[config][lib]
+    return getattr(importlib.import_module(module), cls)

@@ -8,9 +8,12 @@
 Two SDK sets: ``newest`` runs in ``--python`` (default ``$BENCH_PYTHON``, else this interpreter: the peers' venv, with
 the newest SDK releases) and ``oldest`` in ``--oldest-python`` (default ``$BENCH_OLDEST_PYTHON``; a venv from
 ``bench/requirements-oldest.txt``; without one the oldest cells are left out and RESULTS.md says so). Callgrind and
-memory run on both; the wall-clock stages (overhead, TTFD, scale) and the peers on ``newest`` only.
+memory run on both; the wall-clock stages (overhead, TTFD, scale) and the peers on ``newest`` only, but for one:
+OpenTelemetry's google-genai instrumentation requires google-genai < 3, so it runs in a third set, ``genai2``
+(``--genai2-python``: generate_content only, callgrind and memory, beside otelstream and the baseline on that release).
 
-Surfaces (``--surfaces``): the SDKs' four (responses, chat, completions, messages) and the HTTP-level observer's two,
+Surfaces (``--surfaces``): the SDKs' four (responses, chat, completions, messages), the cloud SDKs' two
+(generate_content: google-genai over httpx2; converse: boto3 sync, aiobotocore async), and the HTTP-level observer's two,
 ``http-chat`` and ``http-messages``: the same Chat and Messages bodies read through a plain client of the HTTP library
 the set's openai reads with (httpx2; httpx for openai 2.x), which no SDK adapter owns (``bench/workers/main.py``; no peers).
 
@@ -40,7 +43,7 @@ from bench import canned, configs
 from bench.runner.gate import cg_check, write_baseline
 from bench.runner.pool import bench_deterministic
 from bench.runner.procs import HERE, ROOT, SNAPSHOT, log, probe_availability, take_snapshot
-from bench.runner.sdks import SDKS, Sdk, machine
+from bench.runner.sdks import GENAI2, SDKS, Sdk, machine
 from bench.runner.timed import bench_overhead, bench_scale, bench_ttfd
 
 
@@ -95,6 +98,10 @@ def main() -> None:
     p.add_argument("--oldest-python", default=os.environ.get("BENCH_OLDEST_PYTHON", ""),
                    help="the interpreter of a venv with the oldest supported SDK releases "
                         "(bench/requirements-oldest.txt; default $BENCH_OLDEST_PYTHON; empty: not measured)")
+    p.add_argument("--genai2-python", default=os.environ.get("BENCH_GENAI2_PYTHON", ""),
+                   help="the interpreter of a venv with google-genai 2.x and OpenTelemetry's google-genai "
+                        "instrumentation, which requires google-genai < 3 (bench/requirements-genai2.txt; default "
+                        "$BENCH_GENAI2_PYTHON; empty: that peer is not measured): generate_content only, callgrind")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=None,
                    help="write bench/RESULTS.md (default: only when every stage ran)")
     p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="the raw figures (not committed)")
@@ -110,9 +117,11 @@ def main() -> None:
         only = {"cg"}
         a.cg_peers = False
     t0 = time.time()
-    SDKS.append(Sdk("newest", a.python))
+    SDKS.append(Sdk("newest", a.python, peers=True))
     if a.oldest_python:
         SDKS.append(Sdk("oldest", a.oldest_python))
+    if a.genai2_python:
+        SDKS.append(Sdk(GENAI2, a.genai2_python, surfaces=("generate_content",), peers=True))
     if not a.worktree:
         take_snapshot(a.rev)
     for sdk in SDKS:
@@ -167,6 +176,10 @@ def command(a) -> str:
             argv[i] = "--oldest-python=$OLDEST_VENV/bin/python"
         elif i and argv[i - 1] == "--oldest-python":
             argv[i] = "$OLDEST_VENV/bin/python"
+        elif arg.startswith("--genai2-python="):
+            argv[i] = "--genai2-python=$GENAI2_VENV/bin/python"
+        elif i and argv[i - 1] == "--genai2-python":
+            argv[i] = "$GENAI2_VENV/bin/python"
         elif arg.startswith("--python="):
             argv[i] = "--python=$PEERS_VENV/bin/python"
         elif i and argv[i - 1] == "--python":

@@ -124,6 +124,107 @@ def write(res: dict, path: str) -> None:
         f.write("\n".join(lines).rstrip() + "\n")
 
 
+SECTION_BEGIN, SECTION_END = "<!-- cloud-section: begin -->", "<!-- cloud-section: end -->"
+
+
+def merge_runs(runs: list[dict]) -> dict:
+    """Several runs limited to the cloud cells as one: their rows (a cell that failed in one run and was measured in
+    another is the measured one), SDK sets and peers; ``runs`` keeps each run's command and callgrind settings."""
+    out = json.loads(json.dumps(runs[0]))
+    out["runs"] = []
+    rows: dict = {}
+    for res in runs:
+        cg = res.get("cg") or {}
+        out["runs"].append({"command": res.get("command"), "date": res.get("date"), "seconds": res.get("seconds"),
+                            "otelstream_commit": res.get("otelstream_commit"),
+                            **{k: cg.get(k) for k in ("streams", "deltas", "short_deltas", "short_streams",
+                                                      "prewarm", "layouts")}})  # fmt: skip
+        for r in cg.get("rows", []):
+            key = (r.get("sdk"), r["config"], r["surface"], r["mode"])
+            if key not in rows or "error" in rows[key]:
+                rows[key] = r
+        m = res.get("machine") or {}
+        for k, v in (m.get("sdks") or {}).items():
+            for name, version in v.items():
+                out["machine"].setdefault("sdks", {}).setdefault(k, {}).setdefault(name, version)
+        for k, v in (m.get("peers") or {}).items():
+            if v and not out["machine"].setdefault("peers", {}).get(k):
+                out["machine"]["peers"][k] = v
+        for k in res.get("sdk_sets") or ():
+            if k not in out["sdk_sets"]:
+                out["sdk_sets"].append(k)
+    out.setdefault("cg", {})["rows"] = [r for r in rows.values() if "error" not in r]
+    return out
+
+
+def cloud_section(res: dict) -> list[str]:
+    """The Gemini and Bedrock cells of a run limited to them (callgrind, memory): its own command, versions, budget
+    lines, tables and which peers' spans cover the stream. Kept beside the full record, which it does not replace.
+    ``res`` may be several runs merged (``merge_runs``)."""
+    m = res.get("machine", {})
+    sdks = m.get("sdks") or {}
+    cg = res.get("cg") or {}
+    keep = ("google_genai", "boto3", "botocore", "aiobotocore", "httpx2", "opentelemetry_sdk", "python")
+    runs = res.get("runs") or [{"command": res.get("command"), "date": res.get("date"), "seconds": res.get("seconds"),
+                                "otelstream_commit": res.get("otelstream_commit"), **cg}]  # fmt: skip
+    made = "; and ".join(f"`{r['command']}` ({r['date']}, {r.get('seconds') or 0:.0f} s, otelstream at "
+                         f"`{str(r['otelstream_commit'])[:10]}`; callgrind phases {r.get('short_streams')} × "
+                         f"{r.get('short_deltas')} and {r.get('streams')} × {r.get('deltas')} deltas, pre-warm "
+                         f"{r.get('prewarm')}, {len(r.get('layouts') or ())} heap layout)" for r in runs)  # fmt: skip
+    lines = [SECTION_BEGIN, "## Gemini and Bedrock: `generate_content` and `converse` (issue 36)", "",
+             f"Made by {made}, on the machine above while other work shared its 2 cores "
+             "(instruction counts do not depend on the load). `$PEERS_VENV`: `bench/requirements-peers.txt`; "
+             "`$GENAI2_VENV`: `bench/requirements-genai2.txt` (OpenTelemetry's google-genai instrumentation requires "
+             "google-genai < 3, so it is measured on the newest 2.x it accepts, beside otelstream and the baseline "
+             "on that same release). Rendered by `python -m bench.report --cloud-section` from the run's raw "
+             "figures (not committed).", "",
+             "SDK sets: " + "; ".join(f"**{k}**: " + ", ".join(f"{n.replace('_', '-')} {v}" for n, v in vs.items()
+                                                              if n in keep) for k, vs in sdks.items()) + ".", "",
+             "Peers: " + ", ".join(f"`{k}` {v}" for k, v in (m.get("peers") or {}).items() if v) + ".", "",
+             "| docs/benchmarks.md budget | SDKs | figures | status |", "|---|---|---|---|",
+             *[ln for ln in budget_table(res)[2:] if "blocked by export" not in ln and "regressions:" not in ln], ""]
+    if "rows" in cg:
+        lines += ["Callgrind as in the record above, at the settings of each run; otelstream against its "
+                  "uninstrumented twin. "
+                  "google-genai reads over an httpx2 client with a MockTransport; boto3 and aiobotocore are answered "
+                  "by a `before-send` handler registered last (`bench/workers/cloud.py`), so botocore parses the "
+                  "binary event stream frame by frame; the baseline is the same process layout without any "
+                  "instrumentation. A span that ends before the stream goes on is marked **the call only, "
+                  "not the stream** (`bench/workers/observed.py`) and is not counted as a cheaper peer.", ""]
+        for sdk in sdks:
+            rows = [r for r in cg["rows"] if r.get("sdk") == sdk]
+            if rows:
+                lines += [f"### {sdk}", "", *cg_table(cg, sdk), ""]
+        seen = [r for r in cg["rows"] if "observed" in r]
+        if seen:
+            lines += ["Does the span cover the stream? One stream after the measured phases, 0.2 s between its first "
+                      "frame and the rest: spans started for it / spans that ended after that pause.", "",
+                      "| SDK set | configuration | surface | mode | spans | ended after the pause |",
+                      "|---|---|---|---|---:|---:|"]
+            lines += [f"| {r['sdk']} | {r['config']} | {r['surface']} | {r['mode']} | {r['observed']['spans']} | "
+                      f"{r['observed']['covering']} |" for r in seen]
+            lines.append("")
+    if "memory" in res:
+        lines += ["Memory per open stream (sync, tracemalloc, as in the record above):", "",
+                  *memory_table(res["memory"]), ""]
+    return [*lines, SECTION_END]
+
+
+def write_cloud_section(res: dict, path: str) -> None:
+    """Put the cloud section into ``RESULTS.md`` before its notes, replacing an earlier one."""
+    with open(path) as f:
+        text = f.read()
+    section = "\n".join(cloud_section(res)) + "\n"
+    if SECTION_BEGIN in text:
+        head, _, rest = text.partition(SECTION_BEGIN)
+        text = head + section + rest.partition(SECTION_END)[2].lstrip("\n")
+    else:
+        head, sep, tail = text.partition("## Notes")
+        text = head + section + "\n" + sep + tail
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def rerender(src: str | None = None) -> None:
     """``RESULTS.md`` again from a run's raw figures (default ``bench/results.json``)."""
     with open(src or os.path.join(HERE, "results.json")) as f:

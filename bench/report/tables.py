@@ -16,7 +16,18 @@ def is_http(surface: str) -> bool:
     return surface.startswith("http-")
 
 
-_CONFIGS = ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry", "otel-genai")
+def is_cloud(surface: str) -> bool:
+    """The cloud SDKs' surfaces (google-genai, boto3 / aiobotocore): judged on lines of their own."""
+    return surface in ("generate_content", "converse")
+
+
+def family(surface: str) -> str:
+    """Which budget lines a surface is judged on: ``sdk`` (openai, anthropic), ``cloud`` or ``http``."""
+    return "http" if is_http(surface) else "cloud" if is_cloud(surface) else "sdk"
+
+
+_CONFIGS = ("otelstream", "otelstream-default", "anthropic-builtin", "openinference", "openllmetry", "otel-genai",
+            "otel-botocore")  # fmt: skip
 
 
 def _configs(rows: list[dict]) -> list[str]:
@@ -83,8 +94,10 @@ def cg_table(cg: dict, sdk: str = "newest") -> list[str]:
                     txt += f"<br>(vs the baseline process: {r['cross_added_ir_per_event']:,.0f})"
                 if not r.get("produced"):
                     txt = "**no telemetry** " + txt
+                elif r.get("observes_stream") is False:
+                    txt = "**the call only, not the stream** " + txt
                 cells.append(txt)
-        lib = next((r["http"] for r in by.values() if r.get("http")), None) if is_http(surface) else None
+        lib = next((r["http"] for r in by.values() if r.get("http")), None) if family(surface) != "sdk" else None
         where = f"{surface} ({lib})" if lib else surface
         out.append(f"| {where} | {mode} | {fmt(b and b['ir_per_event'], ',.0f')} | " + " | ".join(cells) + " |")
     return out

@@ -57,6 +57,9 @@ def cg_one(sdk: Sdk, cfg: str, phases: list[tuple[str, str]], a, layout: int = 0
                     caller += n if path.endswith("-01") else 0
                 events = ph["events_off"] if name.endswith("_off") else ph["events"]
                 got.setdefault(key, {})[name] = {"ir": ir, "ir_caller": caller, **ph, "events": events}
+        for key, seen in (res.get("observed") or {}).items():
+            if key in got:
+                got[key]["observed"] = seen
         return got
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -79,9 +82,10 @@ def cg_jobs(a) -> list[tuple[float, str, object]]:
         for cfg in configs.ALL:
             if cfg not in a.configs:
                 continue
-            if cfg in configs.PEERS and (not a.cg_peers or n > 0):  # the peers: in the newest SDK set's run only
+            if cfg in configs.PEERS and (not a.cg_peers or not sdk.peers):  # the peers: newest (and genai2) only
                 continue
-            phases = [(s, m) for s in a.surfaces for m in a.cg_modes if applicable(cfg, s, sdk.avail)]
+            phases = [(s, m) for s in a.surfaces for m in a.cg_modes
+                      if sdk.runs(s) and applicable(cfg, s, sdk.avail)]  # fmt: skip
             if not phases:
                 continue
             weight = 15 + 5 * len(phases) * (2 if a.cg_paired and cfg in configs.OURS else 1)  # ≈ s, idle 2 cores
@@ -154,6 +158,10 @@ def _cg_row(a, cfg: str, surface: str, mode: str, r: dict, base: dict) -> dict:
            "added_fixed_caller_ir_per_stream": _split(r, what="ir_caller")[0] - _split(base, what="ir_caller")[0],
            "spans": lg["spans"] + r["short"]["spans"],
            "produced": cfg == "baseline" or lg["spans"] > 0}  # fmt: skip
+    seen = r.get("observed")
+    if seen is not None:  # workers/observed.py: a span that ends before the stream does observes the call only
+        row["observed"] = seen
+        row["observes_stream"] = seen["covering"] > 0
     if "long_off" in r and "short_off" in r:
         # the verdict for otelstream: against its uninstrumented twin in the same process; the figures against the
         # baseline process stay, as cross_*

@@ -18,7 +18,7 @@ def mem_jobs(a) -> list[tuple[float, str, object]]:
             total = a.mem_total if n == 0 else max(1, a.mem_total // 5)
             total = total if k == 0 else max(1, total // 10)
             for cfg, tracing in MEM_VARIANTS:
-                if not applicable(cfg, surface, sdk.avail):
+                if not sdk.runs(surface) or not applicable(cfg, surface, sdk.avail):
                     continue
 
                 def one(sdk=sdk, surface=surface, cfg=cfg, tracing=tracing, total=total):

@@ -66,7 +66,8 @@ def run_worker(args: list[str], timeout: float = 300, prefix: list[str] | None =
 
 
 # what every worker imports first (the HTTP-level observer's: openai too, whose HTTP library its plain client takes)
-PRELOAD = {"openai": ("httpx2", "openai"), "anthropic": ("httpx2", "anthropic"), "http": ("httpx2", "openai")}
+PRELOAD = {"openai": ("httpx2", "openai"), "anthropic": ("httpx2", "anthropic"), "http": ("httpx2", "openai"),
+           "google": ("httpx2", "google.genai"), "bedrock": ("boto3",)}  # fmt: skip
 
 
 class ForkServer:

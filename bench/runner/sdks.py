@@ -14,13 +14,21 @@ from bench import configs
 class Sdk:
     """One SDK set: a label (``newest``, ``oldest``) and the interpreter whose venv has those releases installed."""
 
-    def __init__(self, label: str, python: str) -> None:
+    def __init__(self, label: str, python: str, surfaces: tuple[str, ...] | None = None, peers: bool = False) -> None:
         self.label, self.python = label, python
+        self.surfaces = surfaces  # None: every surface it can run; else only these (a venv kept for one peer)
+        self.peers = peers  # whether the peers are measured in this set
         self.avail: dict = {}
         self.versions: dict = {}
 
+    def runs(self, surface: str) -> bool:
+        return self.surfaces is None or surface in self.surfaces
+
 
 SDKS: list[Sdk] = []  # filled by main(); SDKS[0] is the newest: the wall-clock stages and the peers run there
+# the SDK set of OpenTelemetry's google-genai instrumentation, which requires google-genai < 3: the newest 2.x it
+# accepts, generate_content only, the peer beside otelstream and the baseline on the same release
+GENAI2 = "genai2"
 
 
 def python() -> str:
@@ -47,7 +55,8 @@ def machine() -> dict:
     sdks = {}
     for sdk in SDKS:
         # httpx only where an SDK reads with it (openai 2.x): a package not installed is left out
-        vers = dist_versions(sdk.python, ["openai", "anthropic", "httpx2", "httpx", "opentelemetry-sdk", "pydantic"])
+        vers = dist_versions(sdk.python, ["openai", "anthropic", "google-genai", "boto3", "botocore", "aiobotocore",
+                                          "httpx2", "httpx", "opentelemetry-sdk", "pydantic"])  # fmt: skip
         sdk.versions = {k.replace("-", "_"): v for k, v in vers.items() if v}
         sdks[sdk.label] = sdk.versions
     return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
@@ -66,7 +75,16 @@ def dist_versions(py: str, names: list[str]) -> dict:
 
 
 def peer_versions() -> dict:
-    vers = dist_versions(python(), [n for pair in configs.PIP_NAMES.values() for n in pair if n != "-"])
-    vers.pop("python", None)
+    names = [n for pair in configs.PIP_NAMES.values() for n in pair]
+    vers: dict = {}
+    for sdk in SDKS:
+        if not sdk.peers:
+            continue
+        found = dist_versions(sdk.python, names)
+        found.pop("python", None)
+        for n, v in found.items():
+            if v and not vers.get(n):
+                vers[n] = v if sdk is SDKS[0] else f"{v} (in the {sdk.label} set)"
+            vers.setdefault(n, v)
     return vers
 

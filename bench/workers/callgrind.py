@@ -9,6 +9,7 @@ import os
 
 from bench import canned, configs
 from bench.workers.clients import http_module, make_client, run_async, run_sync
+from bench.workers.observed import stream_observed
 
 
 class Callgrind:
@@ -111,7 +112,10 @@ def cmd_cg(a) -> dict:
             row["events_off"] = _cg_phase(cg, setup, client, surface, mode, a.warmup, streams)
             setup.reinstrument()
         out.append(row)
-    return {"phases": out, "telemetry": setup.check()}
+    # after the last dump: whether the configuration's span covers the stream or only the call (workers/observed.py)
+    observed = {} if a.config == "baseline" else {
+        f"{s}|{m}": stream_observed(setup, s, m) for s, m in dict.fromkeys((p[0], p[1]) for p in phases)}  # fmt: skip
+    return {"phases": out, "telemetry": setup.check(), "observed": observed}
 
 
 def _cg_phase(cg: Callgrind, setup: configs.Setup, client, surface: str, mode: str, warmup: int, streams: int) -> int:

@@ -24,8 +24,15 @@ BASE = "http://bench.invalid"
 def http_module(surface: str) -> ModuleType:
     """The HTTP client library the surface is read through: the SDK's own (httpx2; httpx for openai 2.x). The
     HTTP-level observer's surfaces take the one this SDK set's openai reads with: a plain client of the same library
-    (httpx is also what litellm's own providers use)."""
-    sdk = importlib.import_module("anthropic" if configs.lib_of(surface) == "anthropic" else "openai")
+    (httpx is also what litellm's own providers use). google-genai: the library of the client it is handed (httpx2
+    in every release the bench runs); boto3 / aiobotocore: botocore itself (urllib3 / aiohttp), whose send is answered
+    in-process (``bench/workers/cloud.py``)."""
+    lib = configs.lib_of(surface)
+    if lib in ("google", "bedrock"):
+        from bench.workers import cloud
+
+        return cloud.http_module(surface)
+    sdk = importlib.import_module("anthropic" if lib == "anthropic" else "openai")
     for cls in sdk.DefaultHttpxClient.__mro__:
         root = cls.__module__.partition(".")[0]
         if root in ("httpx", "httpx2"):
@@ -37,31 +44,40 @@ def make_client(surface: str, mode: str, setup: configs.Setup, frames_fn: Callab
                 **http_kwargs: Any) -> Any:  # fmt: skip
     """A real SDK client whose transport replays the canned body (``frames_fn(request)`` -> list of frames); for the
     HTTP-level observer's surfaces the plain HTTP client itself."""
+    if configs.lib_of(surface) in ("google", "bedrock"):
+        from bench.workers import cloud
+
+        return cloud.make_client(surface, mode, frames_fn, **http_kwargs)
     httpx = http_module(surface)
-    headers = {"content-type": "text/event-stream", "x-request-id": "req_bench"}
     if surface in canned.HTTP_SURFACES:
         http_kwargs["base_url"] = BASE
+    http = mock_http(httpx, mode, frames_fn, **http_kwargs)
+    if surface in canned.HTTP_SURFACES:
+        return http
+    return _sdk_client(surface, mode, setup, http)
+
+
+def mock_http(httpx: ModuleType, mode: str, frames_fn: Callable[[Any], Iterable[bytes]], **http_kwargs: Any) -> Any:
+    """A client of the HTTP library ``httpx`` (httpx or httpx2) whose MockTransport answers every request with the
+    frames of ``frames_fn(request)``, a 200 SSE body pulled frame by frame as from a socket."""
+    headers = {"content-type": "text/event-stream", "x-request-id": "req_bench"}
     if mode == "sync":
 
         def handler(request):
             return httpx.Response(200, headers=headers, content=iter(frames_fn(request)))
 
-        http = httpx.Client(transport=httpx.MockTransport(handler), **http_kwargs)
-    else:
+        return httpx.Client(transport=httpx.MockTransport(handler), **http_kwargs)
 
-        def ahandler(request):
-            frames = frames_fn(request)
+    def ahandler(request):
+        frames = frames_fn(request)
 
-            async def body():
-                for f in frames:
-                    yield f
+        async def body():
+            for f in frames:
+                yield f
 
-            return httpx.Response(200, headers=headers, content=body())
+        return httpx.Response(200, headers=headers, content=body())
 
-        http = httpx.AsyncClient(transport=httpx.MockTransport(ahandler), **http_kwargs)
-    if surface in canned.HTTP_SURFACES:
-        return http
-    return _sdk_client(surface, mode, setup, http)
+    return httpx.AsyncClient(transport=httpx.MockTransport(ahandler), **http_kwargs)
 
 
 def _sdk_client(surface: str, mode: str, setup: configs.Setup, http: Any) -> Any:
@@ -113,6 +129,10 @@ async def _ready(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
 def open_stream(client: Any, surface: str, extra_headers: dict | None = None) -> Any:
     """The create(stream=True) call (a coroutine for async clients); on a plain HTTP client, the caller's own read."""
     eh = extra_headers or {}
+    if surface in canned.CLOUD_SURFACES:
+        from bench.workers import cloud
+
+        return cloud.open_stream(client, surface, eh)
     if surface in canned.HTTP_SURFACES:
         if isinstance(client, sys.modules[type(client).__module__.partition(".")[0]].AsyncClient):
             return _ready(_http_aevents(client, surface, eh))
