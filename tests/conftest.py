@@ -33,7 +33,7 @@ from tests.support.scripted_server import ScriptedServer
 _NEEDS: dict[str, tuple[str, ...]] = {
     "google.genai": ("integration/test_gemini_live.py", "integration/test_gemini_server_smoke.py"),
     "boto3": ("adapters/test_bedrock_live.py", "integration/test_bedrock_server_smoke.py"),
-    "botocore": ("offline/test_cloud_captures_data.py",),
+    "botocore": ("offline/test_cloud_captures_data.py", "adapters/test_without_httpx2.py"),
     "aiobotocore": ("adapters/test_bedrock_install.py", "integration/test_bedrock_server_smoke.py"),
 }
 _ABSENT = sorted(m for m in _NEEDS if importlib.util.find_spec(m.partition(".")[0]) is None
