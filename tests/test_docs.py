@@ -123,7 +123,7 @@ def test_the_readme_says_how_long_the_tests_take_and_why_some_skip() -> None:
     command = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest -q\n"
     assert command in top
     after = top[top.index(command) :]
-    assert "about 20 minutes on two cores" in after
+    assert "about 26 minutes on two cores" in after
     assert "Debian's `prometheus` package" in after and "`sudo apt-get install prometheus`" in after
     assert "`../shared/captures`" in after
     tests = REPO / "tests"
