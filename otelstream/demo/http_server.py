@@ -301,14 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
             # both SDKs honour this: a fault asked for is served once, not hidden behind the client's retries
             self.send_header("x-should-retry", "false")
         self._common_headers(rec, rec.surface)
-        self.end_headers()
-        rec.status = status
-        if self.server.provider.record:
-            rec.body += data
-        try:
-            self.wfile.write(data)
-        except OSError:
-            self.close_connection = True
+        self._finish_error(rec, status, data)
 
     def _cloud_error(self, rec: RequestRecord, cloud: CloudRoute, status: int, message: str) -> None:
         headers, data = cloud.error(status, message, _aws_request_id(rec))
@@ -319,6 +312,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(data)))
         self.send_header(REQUEST_HEADER, str(rec.index))
         self.send_header(FAULT_HEADER, rec.fault)
+        self._finish_error(rec, status, data)
+
+    def _finish_error(self, rec: RequestRecord, status: int, data: bytes) -> None:
+        """The headers sent: the error body, recorded when the provider records."""
         self.end_headers()
         rec.status = status
         if self.server.provider.record:
