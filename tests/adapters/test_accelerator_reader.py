@@ -10,7 +10,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,14 +18,10 @@ from otelstream.adapters import body_readers
 from otelstream.adapters.calls import Call
 from otelstream.core import tracker as tr
 from otelstream.core.report import StreamStart
+from tests.support.native import speedups
 from tests.support.recording import RecordingListener
 
-try:
-    from otelstream import _speedups  # type: ignore[attr-defined]
-except ImportError:  # not built here
-    if os.environ.get("CI") == "true":
-        raise
-    pytest.skip("the compiled accelerator is not built on this machine", allow_module_level=True)
+_speedups = speedups()
 
 body_readers.configure_native(_speedups)
 
